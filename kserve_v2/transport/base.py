@@ -1,0 +1,110 @@
+"""The transport interface: bytes in, bytes out, nothing about the protocol.
+
+A transport moves one HTTP exchange. The client facade builds an :class:`HTTPRequest` with the
+REST codec, hands it to a transport, and decodes the :class:`HTTPResponse` with the codec again.
+Sync and async transports are twins with the same value objects.
+
+Contract every transport keeps:
+
+* ``HTTPRequest.body`` is a sequence of bytes-like buffers sent back to back, never joined
+  into one bytes object by the transport (large tensors travel as memoryviews of numpy data).
+* The response body is returned fully read and already decompressed when the server used
+  ``Content-Encoding: gzip`` or ``deflate``; the ``content-encoding`` header is left as received.
+* Response header names are lower-case.
+* Failures are raised as :class:`kserve_v2.errors.TransportError`, timeouts as
+  :class:`kserve_v2.errors.DeadlineExceededError`; an HTTP error status is *not* an exception
+  at this layer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager, AbstractContextManager
+from dataclasses import dataclass, field
+from typing import Protocol, Union, runtime_checkable
+
+__all__ = [
+    "AsyncStreamingResponse",
+    "AsyncTransport",
+    "BytesLike",
+    "HTTPRequest",
+    "HTTPResponse",
+    "StreamingResponse",
+    "Transport",
+]
+
+BytesLike = Union[bytes, bytearray, memoryview]
+
+
+@dataclass(frozen=True, slots=True)
+class HTTPRequest:
+    """One HTTP request, ready to send.
+
+    ``target`` is the request target: an absolute path with its query string, already
+    percent-encoded (e.g. ``/v2/models/simple/infer?x=1``). ``timeout`` is the whole-request
+    timeout in seconds (``None``: the transport's default).
+    """
+
+    method: str
+    target: str
+    headers: Sequence[tuple[str, str]] = ()
+    body: Sequence[BytesLike] = ()
+    timeout: float | None = None
+
+    @property
+    def content_length(self) -> int:
+        return sum(memoryview(part).nbytes for part in self.body)
+
+
+@dataclass(frozen=True, slots=True)
+class HTTPResponse:
+    """A complete HTTP response; ``headers`` has lower-case names."""
+
+    status: int
+    headers: Mapping[str, str] = field(default_factory=dict)
+    body: BytesLike = b""
+    reason: str = ""
+
+
+class StreamingResponse(Protocol):
+    """A response whose body is read incrementally (Server-Sent Events)."""
+
+    status: int
+    headers: Mapping[str, str]
+
+    def iter_bytes(self) -> Iterator[bytes]: ...
+
+    def read(self) -> bytes: ...
+
+
+class AsyncStreamingResponse(Protocol):
+    status: int
+    headers: Mapping[str, str]
+
+    def aiter_bytes(self) -> AsyncIterator[bytes]: ...
+
+    async def aread(self) -> bytes: ...
+
+
+@runtime_checkable
+class Transport(Protocol):
+    """A synchronous transport. Instances are safe to share between threads."""
+
+    def handle_request(self, request: HTTPRequest) -> HTTPResponse: ...
+
+    def stream(self, request: HTTPRequest) -> AbstractContextManager[StreamingResponse]: ...
+
+    def close(self) -> None: ...
+
+
+@runtime_checkable
+class AsyncTransport(Protocol):
+    """An asyncio transport."""
+
+    async def handle_async_request(self, request: HTTPRequest) -> HTTPResponse: ...
+
+    def astream(
+        self, request: HTTPRequest
+    ) -> AbstractAsyncContextManager[AsyncStreamingResponse]: ...
+
+    async def aclose(self) -> None: ...
