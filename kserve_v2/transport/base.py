@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, AbstractContextManager
 from dataclasses import dataclass, field
-from typing import Protocol, Union, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 __all__ = [
     "AsyncStreamingResponse",
@@ -33,7 +33,7 @@ __all__ = [
     "Transport",
 ]
 
-BytesLike = Union[bytes, bytearray, memoryview]
+BytesLike = bytes | bytearray | memoryview
 
 
 @dataclass(frozen=True, slots=True)

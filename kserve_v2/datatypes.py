@@ -1,0 +1,489 @@
+"""The protocol's tensor datatypes and their binary and JSON forms.
+
+Binary form (binary-data extension, gRPC ``raw_*_contents``, shared memory): little-endian,
+row-major, no padding. ``BOOL`` is one byte (0 or 1); ``BYTES`` is each element as a 4-byte
+little-endian unsigned length followed by the bytes; ``BF16`` is the upper half of an IEEE
+float32.
+
+Example::
+
+    >>> import numpy as np
+    >>> from kserve_v2.datatypes import Datatype, datatype_of, serialize, deserialize
+    >>> datatype_of(np.zeros(3, np.float32))
+    <Datatype.FP32: 'FP32'>
+    >>> bytes(serialize(np.array([b"ab"], dtype=object), Datatype.BYTES))
+    b'\\x02\\x00\\x00\\x00ab'
+    >>> deserialize(b"\\x01\\x00\\x00\\x00z", Datatype.BYTES, (1,))
+    array([b'z'], dtype=object)
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+import struct
+import sys
+from collections.abc import Iterable, Sequence
+from typing import Any, Final
+
+import numpy as np
+import numpy.typing as npt
+
+from kserve_v2.errors import InvalidInputError, ProtocolError
+
+__all__ = [
+    "BytesLike",
+    "Datatype",
+    "bf16_bits_to_float32",
+    "datatype_of",
+    "deserialize",
+    "element_count",
+    "float32_to_bf16_bits",
+    "from_json_data",
+    "numpy_dtype",
+    "serialize",
+    "serialize_bytes_elements",
+    "deserialize_bytes_elements",
+    "serialized_size",
+    "to_json_data",
+    "to_str_array",
+]
+
+BytesLike = bytes | bytearray | memoryview
+
+
+@enum.unique
+class Datatype(str, enum.Enum):
+    """A tensor element type, spelled as on the wire."""
+
+    #: one byte, 0 or 1
+    BOOL = "BOOL"
+    UINT8 = "UINT8"
+    UINT16 = "UINT16"
+    UINT32 = "UINT32"
+    UINT64 = "UINT64"
+    INT8 = "INT8"
+    INT16 = "INT16"
+    INT32 = "INT32"
+    INT64 = "INT64"
+    #: IEEE half precision
+    FP16 = "FP16"
+    FP32 = "FP32"
+    FP64 = "FP64"
+    #: variable-length byte strings, each prefixed by its 4-byte length
+    BYTES = "BYTES"
+    #: bfloat16: the upper 16 bits of a float32
+    BF16 = "BF16"
+
+    @property
+    def itemsize(self) -> int | None:
+        """Bytes per element on the wire, or ``None`` for ``BYTES``."""
+        return _ITEMSIZE[self]
+
+    @classmethod
+    def parse(cls, value: str | Datatype) -> Datatype:
+        """The datatype named ``value``; :class:`InvalidInputError` if there is none."""
+        try:
+            return _BY_NAME[value]
+        except (KeyError, TypeError):
+            raise InvalidInputError(
+                f"unknown datatype {value!r}; expected one of {', '.join(_BY_NAME)}", value=value
+            ) from None
+
+    def __str__(self) -> str:
+        return self.value
+
+
+_BY_NAME: Final[dict[str, Datatype]] = {d.value: d for d in Datatype}
+
+# Little-endian wire dtypes; BYTES and BF16 have none (they need conversion).
+_WIRE_DTYPE: Final[dict[Datatype, np.dtype[Any]]] = {
+    Datatype.BOOL: np.dtype(np.bool_),
+    Datatype.UINT8: np.dtype("u1"),
+    Datatype.UINT16: np.dtype("<u2"),
+    Datatype.UINT32: np.dtype("<u4"),
+    Datatype.UINT64: np.dtype("<u8"),
+    Datatype.INT8: np.dtype("i1"),
+    Datatype.INT16: np.dtype("<i2"),
+    Datatype.INT32: np.dtype("<i4"),
+    Datatype.INT64: np.dtype("<i8"),
+    Datatype.FP16: np.dtype("<f2"),
+    Datatype.FP32: np.dtype("<f4"),
+    Datatype.FP64: np.dtype("<f8"),
+}
+_ITEMSIZE: Final[dict[Datatype, int | None]] = {
+    **{d: t.itemsize for d, t in _WIRE_DTYPE.items()},
+    Datatype.BYTES: None,
+    Datatype.BF16: 2,
+}
+_BY_KIND_SIZE: Final[dict[tuple[str, int], Datatype]] = {
+    (t.kind, t.itemsize): d for d, t in _WIRE_DTYPE.items()
+}
+_LENGTH_PREFIX = struct.Struct("<I")
+_MAX_BYTES_ELEMENT = 0xFFFFFFFF
+_LITTLE_ENDIAN_HOST = sys.byteorder == "little"
+
+
+def _bfloat16_dtype() -> np.dtype[Any] | None:
+    """ml_dtypes' bfloat16 when ml_dtypes is importable, else None (looked up once)."""
+    global _BF16_DTYPE
+    if _BF16_DTYPE is _UNSET:
+        try:
+            import ml_dtypes
+
+            _BF16_DTYPE = np.dtype(ml_dtypes.bfloat16)
+        except ImportError:
+            _BF16_DTYPE = None
+    return _BF16_DTYPE  # type: ignore[return-value]
+
+
+_UNSET: Final = object()
+_BF16_DTYPE: object = _UNSET
+
+
+def numpy_dtype(datatype: Datatype) -> np.dtype[Any]:
+    """The numpy dtype results of ``datatype`` come back as.
+
+    ``BYTES`` gives ``object`` (elements are ``bytes``); ``BF16`` gives ml_dtypes' bfloat16 when
+    ml_dtypes is installed, else ``float32``.
+    """
+    if datatype is Datatype.BYTES:
+        return np.dtype(object)
+    if datatype is Datatype.BF16:
+        return _bfloat16_dtype() or np.dtype(np.float32)
+    return _WIRE_DTYPE[datatype]
+
+
+def datatype_of(array: npt.NDArray[Any] | np.dtype[Any]) -> Datatype:
+    """The wire datatype for a numpy array or dtype.
+
+    ``S``, ``U`` and ``object`` arrays are ``BYTES``; ml_dtypes' ``bfloat16`` is ``BF16``.
+    Complex, datetime, structured and other dtypes raise :class:`InvalidInputError`.
+    """
+    dtype = array if isinstance(array, np.dtype) else array.dtype
+    kind = dtype.kind
+    if kind in "SUO":
+        return Datatype.BYTES
+    found = _BY_KIND_SIZE.get((kind, dtype.itemsize))
+    if found is not None:
+        return found
+    if dtype.name == "bfloat16":
+        return Datatype.BF16
+    raise InvalidInputError(
+        f"numpy dtype {dtype} has no datatype in the inference protocol "
+        "(supported: bool, (u)int8-64, float16/32/64, bfloat16, bytes/str/object)",
+        value=dtype,
+    )
+
+
+def element_count(shape: Sequence[int]) -> int:
+    """Number of elements of a tensor of ``shape`` (1 for a scalar shape ``()``)."""
+    return math.prod(shape)
+
+
+# ---------------------------------------------------------------------------------------------
+# BF16
+
+
+def float32_to_bf16_bits(values: npt.ArrayLike) -> npt.NDArray[np.uint16]:
+    """Round float32 values to bfloat16 (round to nearest, ties to even) and return the bits.
+
+    NaN stays NaN (quiet, sign kept); infinities stay infinite; values past the largest
+    bfloat16 round to infinity, as IEEE rounding requires.
+    """
+    f32 = np.asarray(values, dtype=np.float32)
+    bits = f32.view(np.uint32).astype(np.uint64)
+    # Adding 0x7FFF plus the lowest kept bit rounds half-way cases towards the even result.
+    rounded = (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16
+    nan = np.isnan(f32)
+    if nan.any():
+        rounded = np.where(nan, (bits >> 16) | 0x0040, rounded)
+    return rounded.astype(np.uint16)
+
+
+def bf16_bits_to_float32(bits: npt.NDArray[np.uint16]) -> npt.NDArray[np.float32]:
+    """Widen bfloat16 bit patterns to float32 (exact)."""
+    return (bits.astype(np.uint32) << 16).view(np.float32)
+
+
+# ---------------------------------------------------------------------------------------------
+# BYTES
+
+
+def _as_bytes_element(value: Any) -> bytes:
+    if isinstance(value, bytes):
+        return value
+    if isinstance(value, str):
+        return value.encode("utf-8")
+    if isinstance(value, (bytearray, memoryview)):
+        return bytes(value)
+    raise InvalidInputError(
+        f"BYTES elements must be bytes or str, got {type(value).__name__}: {value!r:.80}",
+        value=value,
+    )
+
+
+def serialize_bytes_elements(elements: Iterable[Any]) -> bytes:
+    """Serialize BYTES elements: each as a 4-byte little-endian length and its bytes.
+
+    ``str`` elements are UTF-8 encoded. Elements longer than 2**32-1 bytes are rejected.
+    """
+    pack = _LENGTH_PREFIX.pack
+    parts: list[bytes] = []
+    append = parts.append
+    for value in elements:
+        data = value if type(value) is bytes else _as_bytes_element(value)
+        size = len(data)
+        if size > _MAX_BYTES_ELEMENT:
+            raise InvalidInputError(
+                f"BYTES element of {size} bytes exceeds the protocol's 4 GiB limit", value=size
+            )
+        append(pack(size))
+        append(data)
+    return b"".join(parts)
+
+
+def deserialize_bytes_elements(buffer: BytesLike, count: int | None = None) -> list[bytes]:
+    """Parse length-prefixed BYTES elements; the buffer must be consumed exactly.
+
+    With ``count`` given, exactly that many elements must be present.
+    """
+    view = memoryview(buffer).cast("B") if not isinstance(buffer, bytes) else buffer
+    end = len(view)
+    unpack_from = _LENGTH_PREFIX.unpack_from
+    out: list[bytes] = []
+    pos = 0
+    while pos < end and (count is None or len(out) < count):
+        if end - pos < 4:
+            raise ProtocolError(
+                f"BYTES tensor truncated: {end - pos} byte(s) left at offset {pos}, "
+                "too few for a 4-byte length prefix"
+            )
+        (size,) = unpack_from(view, pos)
+        pos += 4
+        if size > end - pos:
+            raise ProtocolError(
+                f"BYTES element {len(out)} claims {size} bytes at offset {pos} "
+                f"but only {end - pos} remain"
+            )
+        out.append(bytes(view[pos : pos + size]))
+        pos += size
+    if count is not None and len(out) != count:
+        raise ProtocolError(f"BYTES tensor holds {len(out)} element(s), its shape needs {count}")
+    if pos != end:
+        raise ProtocolError(
+            f"BYTES tensor has {end - pos} trailing byte(s) after its {len(out)} element(s)"
+        )
+    return out
+
+
+def to_str_array(array: npt.NDArray[Any], encoding: str = "utf-8") -> npt.NDArray[Any]:
+    """Decode a BYTES result (object array of ``bytes``) into an object array of ``str``."""
+    out = np.empty(array.shape, dtype=object)
+    flat = out.reshape(-1)
+    for i, value in enumerate(array.reshape(-1)):
+        flat[i] = value.decode(encoding) if isinstance(value, bytes) else str(value)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Binary form
+
+
+def _byteswap_if_needed(array: npt.NDArray[Any]) -> npt.NDArray[Any]:
+    order = array.dtype.byteorder
+    if order == ">" or (order == "=" and not _LITTLE_ENDIAN_HOST):
+        return array.astype(array.dtype.newbyteorder("<"))
+    return array
+
+
+def serialize(array: npt.NDArray[Any], datatype: Datatype) -> BytesLike:
+    """The binary wire form of ``array`` as ``datatype``.
+
+    Numeric tensors come back as a ``memoryview`` of the array's own memory when it is already
+    C-contiguous and little-endian (no copy); otherwise one copy is made. ``BYTES`` and ``BF16``
+    from float32 are always converted.
+    """
+    if datatype is Datatype.BYTES:
+        # numpy's S dtype cannot hold trailing NULs (it strips them on access), which is why
+        # results come back as object arrays; S input is taken at numpy's own value.
+        return serialize_bytes_elements(array.reshape(-1).tolist())
+    if datatype is Datatype.BF16:
+        if array.dtype.name == "bfloat16":
+            wire = np.ascontiguousarray(array).view(np.uint16)
+        else:
+            wire = float32_to_bf16_bits(array)
+        wire = _byteswap_if_needed(np.ascontiguousarray(wire))
+        return wire.reshape(-1).view(np.uint8).data
+    wire = np.ascontiguousarray(_byteswap_if_needed(array))
+    return wire.reshape(-1).view(np.uint8).data
+
+
+def serialized_size(array: npt.NDArray[Any], datatype: Datatype) -> int:
+    """Bytes ``array`` takes in binary form (BYTES elements counted with their prefixes)."""
+    itemsize = datatype.itemsize
+    if itemsize is not None:
+        return int(array.size) * itemsize
+    return len(serialize(array, datatype))
+
+
+def deserialize(buffer: BytesLike, datatype: Datatype, shape: Sequence[int]) -> npt.NDArray[Any]:
+    """Decode a binary tensor; numeric results are views on ``buffer`` (no copy).
+
+    The buffer must hold exactly the bytes ``shape`` needs, else :class:`ProtocolError`.
+    """
+    count = element_count(shape)
+    if datatype is Datatype.BYTES:
+        out = np.empty(count, dtype=object)
+        out[:] = deserialize_bytes_elements(buffer, count)
+        return out.reshape(shape)
+    itemsize = _ITEMSIZE[datatype]
+    assert itemsize is not None
+    nbytes = memoryview(buffer).nbytes
+    if nbytes != count * itemsize:
+        raise ProtocolError(
+            f"{datatype.value} tensor of shape {list(shape)} needs {count * itemsize} bytes, "
+            f"got {nbytes}"
+        )
+    if datatype is Datatype.BF16:
+        bits = np.frombuffer(buffer, dtype="<u2", count=count)
+        bf16 = _bfloat16_dtype()
+        if bf16 is not None:
+            return bits.view(bf16).reshape(shape)
+        return bf16_bits_to_float32(bits).reshape(shape)
+    return np.frombuffer(buffer, dtype=_WIRE_DTYPE[datatype], count=count).reshape(shape)
+
+
+# ---------------------------------------------------------------------------------------------
+# JSON form
+
+
+def to_json_data(array: npt.NDArray[Any], datatype: Datatype) -> list[Any]:
+    """The flat JSON list of ``array``'s elements.
+
+    Integers stay exact Python ints (int64/uint64 never pass through float). FP16 and BF16 are
+    rejected (there is no portable JSON form for them: send them binary), as are NaN and
+    infinities (JSON has no literal for them) and BYTES that are not valid UTF-8.
+    """
+    if datatype in (Datatype.FP16, Datatype.BF16):
+        raise InvalidInputError(
+            f"{datatype.value} tensors cannot be sent as JSON (the protocol defines no JSON form "
+            "for them); send them in binary form (binary=True)",
+            value=datatype,
+        )
+    flat = array.reshape(-1)
+    if datatype is Datatype.BYTES:
+        out: list[Any] = []
+        for value in flat.tolist():
+            data = _as_bytes_element(value)
+            try:
+                out.append(data.decode("utf-8"))
+            except UnicodeDecodeError:
+                raise InvalidInputError(
+                    "BYTES element is not valid UTF-8 and cannot be sent as a JSON string; "
+                    "send the tensor in binary form",
+                    value=data[:80],
+                ) from None
+        return out
+    if array.dtype.kind == "f" and not np.isfinite(flat).all():
+        raise InvalidInputError(
+            "NaN and infinity have no JSON representation; send the tensor in binary form",
+            value=datatype,
+        )
+    return flat.tolist()  # type: ignore[no-any-return]
+
+
+def _flatten(data: Any) -> list[Any]:
+    """Flatten nested lists (iteratively: hostile nesting must not exhaust the stack)."""
+    if not isinstance(data, list | tuple):
+        return [data]
+    if not data or not isinstance(data[0], list | tuple):
+        return list(data)
+    out: list[Any] = []
+    stack: list[Any] = [data]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, list | tuple):
+            stack.extend(reversed(item))
+        else:
+            out.append(item)
+    return out
+
+
+def _bad(name: str, datatype: Datatype, value: Any) -> ProtocolError:
+    return ProtocolError(
+        f"tensor {name!r}: {type(value).__name__} value {value!r:.60} is not a valid "
+        f"{datatype.value} element",
+        value=value,
+    )
+
+
+def from_json_data(
+    data: Any,
+    datatype: Datatype,
+    shape: Sequence[int],
+    *,
+    name: str = "",
+    error: type[Exception] = ProtocolError,
+) -> npt.NDArray[Any]:
+    """Build an array of ``shape`` from JSON tensor data (nested or flat lists).
+
+    Every element must be of the datatype's JSON kind: integers for integer types (no silent
+    truncation of floats), numbers for float types, booleans (or 0/1) for BOOL, strings for
+    BYTES. Integers out of the datatype's range and element counts that do not match ``shape``
+    raise ``error`` (the protocol error when decoding a peer's data).
+    """
+    try:
+        return _from_json_data(data, datatype, shape, name)
+    except ProtocolError as exc:
+        if error is ProtocolError:
+            raise
+        raise error(exc.message) from None
+
+
+def _from_json_data(
+    data: Any, datatype: Datatype, shape: Sequence[int], name: str
+) -> npt.NDArray[Any]:
+    flat = _flatten(data)
+    count = element_count(shape)
+    if len(flat) != count:
+        raise ProtocolError(
+            f"tensor {name!r}: shape {list(shape)} needs {count} element(s), data has {len(flat)}"
+        )
+    if datatype is Datatype.BYTES:
+        out = np.empty(count, dtype=object)
+        for i, value in enumerate(flat):
+            if isinstance(value, str):
+                out[i] = value.encode("utf-8")
+            elif isinstance(value, bytes):
+                out[i] = value
+            else:
+                raise _bad(name, datatype, value)
+        return out.reshape(shape)
+    if datatype is Datatype.BOOL:
+        for value in flat:
+            if type(value) is not bool and not (type(value) is int and value in (0, 1)):
+                raise _bad(name, datatype, value)
+        return np.array(flat, dtype=np.bool_).reshape(shape)
+    wire = _WIRE_DTYPE.get(datatype)
+    if datatype is Datatype.BF16 or (wire is not None and wire.kind == "f"):
+        for value in flat:
+            if type(value) not in (float, int):
+                raise _bad(name, datatype, value)
+        f32_or_more = np.array(flat, dtype=np.float64 if datatype is Datatype.FP64 else np.float32)
+        if datatype is Datatype.BF16:
+            return deserialize(
+                float32_to_bf16_bits(f32_or_more).reshape(-1).view(np.uint8).data, datatype, shape
+            )
+        return f32_or_more.astype(wire, copy=False).reshape(shape)
+    assert wire is not None
+    info = np.iinfo(wire)
+    for value in flat:
+        if type(value) is not int:
+            raise _bad(name, datatype, value)
+    if flat and (min(flat) < info.min or max(flat) > info.max):
+        bad = min(flat) if min(flat) < info.min else max(flat)
+        raise ProtocolError(
+            f"tensor {name!r}: value {bad} is out of range for {datatype.value}", value=bad
+        )
+    return np.array(flat, dtype=wire).reshape(shape)

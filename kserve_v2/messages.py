@@ -1,0 +1,150 @@
+"""Protocol messages shared by the REST and gRPC codecs: requests, results, metadata.
+
+Example::
+
+    >>> import numpy as np
+    >>> from kserve_v2.messages import InferResult, OutputTensor
+    >>> result = InferResult(model_name="m", outputs=(
+    ...     OutputTensor(name="y", datatype="FP32", shape=(2,), data=np.ones(2, np.float32)),))
+    >>> result.as_numpy("y")
+    array([1., 1.], dtype=float32)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy.typing as npt
+
+from kserve_v2.datatypes import to_str_array
+from kserve_v2.errors import InvalidInputError
+from kserve_v2.parameters import ParameterValue
+from kserve_v2.tensors import InferInput, RequestedOutput
+
+__all__ = [
+    "InferRequest",
+    "InferResult",
+    "ModelMetadata",
+    "OutputTensor",
+    "ServerMetadata",
+    "TensorMetadata",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class InferRequest:
+    """Everything an inference request carries, independent of the protocol used to send it."""
+
+    model_name: str
+    inputs: tuple[InferInput, ...]
+    outputs: tuple[RequestedOutput, ...] = ()
+    model_version: str = ""
+    id: str = ""
+    parameters: Mapping[str, ParameterValue] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class OutputTensor:
+    """One output of an inference result.
+
+    ``data`` is ``None`` when the server wrote the output into shared memory.
+    """
+
+    name: str
+    datatype: str
+    shape: tuple[int, ...]
+    data: npt.NDArray[Any] | None = field(default=None, repr=False)
+    parameters: Mapping[str, ParameterValue] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class InferResult:
+    """The result of one inference (or one response of a streamed/decoupled inference).
+
+    Output arrays decoded from binary data are views on the received buffer where the datatype
+    allows (no copy). ``BYTES`` outputs are object arrays of ``bytes``; see :meth:`as_str`.
+    """
+
+    model_name: str
+    model_version: str = ""
+    id: str = ""
+    parameters: Mapping[str, ParameterValue] = field(default_factory=dict)
+    outputs: tuple[OutputTensor, ...] = ()
+
+    def output(self, name: str) -> OutputTensor:
+        """The output called ``name``; :class:`InvalidInputError` naming the ones there are."""
+        for tensor in self.outputs:
+            if tensor.name == name:
+                return tensor
+        names = ", ".join(repr(t.name) for t in self.outputs) or "none"
+        raise InvalidInputError(f"result has no output {name!r} (outputs: {names})", value=name)
+
+    def as_numpy(self, name: str) -> npt.NDArray[Any]:
+        """The data of output ``name`` as a numpy array.
+
+        Raises :class:`InvalidInputError` if there is no such output, or if it was written to
+        shared memory (read it from the region instead).
+        """
+        tensor = self.output(name)
+        if tensor.data is None:
+            raise InvalidInputError(
+                f"output {name!r} was written to shared memory "
+                f"(region {tensor.parameters.get('shared_memory_region')!r}); read it there",
+                value=name,
+            )
+        return tensor.data
+
+    def as_str(self, name: str, encoding: str = "utf-8") -> npt.NDArray[Any]:
+        """A ``BYTES`` output decoded to an object array of ``str``."""
+        return to_str_array(self.as_numpy(name), encoding)
+
+    def as_dict(self) -> dict[str, npt.NDArray[Any]]:
+        """All outputs that carry data, by name."""
+        return {t.name: t.data for t in self.outputs if t.data is not None}
+
+    @property
+    def final(self) -> bool | None:
+        """Triton's ``triton_final_response`` flag of a streamed response (None if absent)."""
+        value = self.parameters.get("triton_final_response")
+        return value if isinstance(value, bool) else None
+
+
+@dataclass(frozen=True, slots=True)
+class TensorMetadata:
+    """Name, datatype and shape (``-1`` for variable dimensions) of a model input or output."""
+
+    name: str
+    datatype: str
+    shape: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ServerMetadata:
+    """What the server says about itself, including the extensions it supports."""
+
+    name: str
+    version: str
+    extensions: tuple[str, ...] = ()
+
+    def supports(self, extension: str) -> bool:
+        """Whether the server advertises ``extension`` (e.g. ``"binary_tensor_data"``).
+
+        A qualified form such as ``"model_repository(unload_dependents)"`` matches exactly;
+        a bare name also matches its qualified forms' base.
+        """
+        return extension in self.extensions or any(
+            ext.split("(", 1)[0] == extension for ext in self.extensions
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ModelMetadata:
+    """A model's name, versions, platform and tensor metadata."""
+
+    name: str
+    platform: str = ""
+    versions: tuple[str, ...] = ()
+    inputs: tuple[TensorMetadata, ...] = ()
+    outputs: tuple[TensorMetadata, ...] = ()

@@ -1,0 +1,1 @@
+"""The HTTP/REST form of the protocol, without I/O: paths, bodies, compression."""

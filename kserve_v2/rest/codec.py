@@ -1,0 +1,563 @@
+"""REST bodies of the inference protocol, without I/O.
+
+Requests become an :class:`EncodedBody`: headers plus a list of buffers (the JSON header, then
+each binary tensor as a view of its array: tensor bytes are never copied into a joined body).
+Response bodies (any bytes-like) decode into :class:`~kserve_v2.messages.InferResult` with
+output arrays that are views on the received buffer where the datatype allows.
+
+Requests and responses both have encoders and decoders, so captured traffic can be decoded and
+the codec can be checked in both directions.
+
+Example::
+
+    >>> import numpy as np
+    >>> from kserve_v2.messages import InferRequest
+    >>> from kserve_v2.tensors import InferInput
+    >>> body = encode_infer_request(InferRequest("m", (InferInput("x", np.ones(2, np.int8)),)))
+    >>> body.headers
+    (('Content-Type', 'application/octet-stream'), ('Inference-Header-Content-Length', '123'))
+    >>> [bytes(p) for p in body.parts][1]
+    b'\\x01\\x01'
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+import numpy.typing as npt
+
+from kserve_v2.datatypes import (
+    BytesLike,
+    Datatype,
+    deserialize,
+    from_json_data,
+    serialize,
+    to_json_data,
+)
+from kserve_v2.errors import InvalidInputError, ProtocolError, ServerError
+from kserve_v2.messages import (
+    InferRequest,
+    InferResult,
+    ModelMetadata,
+    OutputTensor,
+    ServerMetadata,
+    TensorMetadata,
+)
+from kserve_v2.parameters import ParameterValue
+from kserve_v2.tensors import InferInput, RequestedOutput, SharedMemoryPlacement
+
+__all__ = [
+    "EncodedBody",
+    "HEADER_LENGTH",
+    "decode_infer_request",
+    "decode_infer_response",
+    "decode_json_object",
+    "decode_model_metadata",
+    "decode_server_metadata",
+    "encode_infer_request",
+    "encode_infer_response",
+    "encode_json",
+    "encode_raw_binary_request",
+    "error_from_response",
+    "header_length_of",
+]
+
+#: The binary-data extension's header giving the length of the JSON part of a body.
+HEADER_LENGTH: Final = "Inference-Header-Content-Length"
+JSON_TYPE: Final = "application/json"
+BINARY_TYPE: Final = "application/octet-stream"
+_HEADER_LENGTH_LOWER: Final = HEADER_LENGTH.lower()
+# Datatypes with no JSON form: sent binary even when JSON is the default.
+_BINARY_ONLY: Final = frozenset({Datatype.FP16, Datatype.BF16})
+_DUMPS = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode
+
+
+@dataclass(frozen=True, slots=True)
+class EncodedBody:
+    """A ready HTTP body: its headers, the buffers to send back to back, and their total length."""
+
+    headers: tuple[tuple[str, str], ...]
+    parts: tuple[BytesLike, ...]
+    length: int
+
+    def join(self) -> bytes:
+        """The whole body as one ``bytes`` (copies: for tests, dumps and small bodies)."""
+        return b"".join(self.parts)
+
+
+def encode_json(obj: Any) -> bytes:
+    """Compact UTF-8 JSON; NaN/infinity refused (JSON has no literal for them)."""
+    try:
+        return _DUMPS(obj).encode("utf-8")
+    except ValueError as exc:
+        raise InvalidInputError(f"value cannot be encoded as JSON: {exc}", value=obj) from None
+
+
+def _tensor_entry(
+    name: str,
+    datatype: Datatype,
+    shape: Sequence[int],
+    array: npt.NDArray[Any] | None,
+    wire: BytesLike | None,
+    parameters: Mapping[str, ParameterValue],
+    binary: bool,
+    blobs: list[BytesLike],
+) -> dict[str, Any]:
+    """One ``$request_input`` / ``$response_output`` object, appending its blob if binary."""
+    entry: dict[str, Any] = {"name": name, "shape": list(shape), "datatype": datatype.value}
+    params = dict(parameters)
+    if array is not None or wire is not None:
+        if binary or datatype in _BINARY_ONLY:
+            if wire is None:
+                assert array is not None
+                wire = serialize(array, datatype)
+            params["binary_data_size"] = memoryview(wire).nbytes
+            blobs.append(wire)
+        else:
+            assert array is not None
+            entry["data"] = to_json_data(array, datatype)
+    if params:
+        entry["parameters"] = params
+    return entry
+
+
+def _input_entry(tensor: InferInput, binary: bool, blobs: list[BytesLike]) -> dict[str, Any]:
+    params: dict[str, ParameterValue] = dict(tensor.parameters)
+    if tensor.shared_memory is not None:
+        params.update(tensor.shared_memory.as_parameters())
+        return _tensor_entry(
+            tensor.name, tensor.datatype, tensor.shape, None, None, params, binary, blobs
+        )
+    if tensor.binary is False and tensor.datatype in _BINARY_ONLY:
+        raise InvalidInputError(
+            f"input {tensor.name!r}: {tensor.datatype.value} has no JSON form; send it binary",
+            value=tensor.datatype,
+        )
+    if binary if tensor.binary is None else tensor.binary:
+        return _tensor_entry(
+            tensor.name,
+            tensor.datatype,
+            tensor.shape,
+            None,
+            tensor.wire_bytes(),
+            params,
+            True,
+            blobs,
+        )
+    return _tensor_entry(
+        tensor.name, tensor.datatype, tensor.shape, tensor.data, None, params, False, blobs
+    )
+
+
+def _output_entry(output: RequestedOutput, binary: bool) -> dict[str, Any]:
+    params: dict[str, ParameterValue] = dict(output.parameters)
+    if output.shared_memory is not None:
+        params.update(output.shared_memory.as_parameters())
+    elif output.binary is not None:
+        params["binary_data"] = output.binary
+    elif binary:
+        params["binary_data"] = True
+    if output.class_count:
+        params["classification"] = output.class_count
+    entry: dict[str, Any] = {"name": output.name}
+    if params:
+        entry["parameters"] = params
+    return entry
+
+
+def _finish(header: dict[str, Any], blobs: list[BytesLike]) -> EncodedBody:
+    head = encode_json(header)
+    if not blobs:
+        return EncodedBody((("Content-Type", JSON_TYPE),), (head,), len(head))
+    length = len(head) + sum(memoryview(b).nbytes for b in blobs)
+    return EncodedBody(
+        (("Content-Type", BINARY_TYPE), (HEADER_LENGTH, str(len(head)))),
+        (head, *blobs),
+        length,
+    )
+
+
+def encode_infer_request(
+    request: InferRequest, *, binary_inputs: bool = True, binary_outputs: bool = True
+) -> EncodedBody:
+    """Encode an inference request body.
+
+    ``binary_inputs`` / ``binary_outputs`` are the defaults for tensors whose own ``binary`` is
+    ``None``. FP16 and BF16 inputs always travel binary (they have no JSON form). With no
+    outputs named, ``binary_outputs`` sets the request-level ``binary_data_output``.
+    """
+    header: dict[str, Any] = {}
+    if request.id:
+        header["id"] = request.id
+    params: dict[str, ParameterValue] = dict(request.parameters)
+    if not request.outputs and binary_outputs:
+        params["binary_data_output"] = True
+    if params:
+        header["parameters"] = params
+    blobs: list[BytesLike] = []
+    header["inputs"] = [_input_entry(t, binary_inputs, blobs) for t in request.inputs]
+    if request.outputs:
+        header["outputs"] = [_output_entry(o, binary_outputs) for o in request.outputs]
+    return _finish(header, blobs)
+
+
+def encode_raw_binary_request(tensor: InferInput) -> EncodedBody:
+    """The binary-data extension's raw form: the tensor bytes alone, header length 0.
+
+    Only for models with a single input whose metadata the server can deduce from the size.
+    """
+    wire = tensor.wire_bytes()
+    return EncodedBody(
+        (("Content-Type", BINARY_TYPE), (HEADER_LENGTH, "0")), (wire,), memoryview(wire).nbytes
+    )
+
+
+def encode_infer_response(result: InferResult, *, binary: bool = True) -> EncodedBody:
+    """Encode a response body the way a server would (tests, fixtures, the CLI)."""
+    header: dict[str, Any] = {"model_name": result.model_name}
+    if result.model_version:
+        header["model_version"] = result.model_version
+    if result.id:
+        header["id"] = result.id
+    if result.parameters:
+        header["parameters"] = dict(result.parameters)
+    blobs: list[BytesLike] = []
+    header["outputs"] = [
+        _tensor_entry(
+            t.name, Datatype.parse(t.datatype), t.shape, t.data, None, t.parameters, binary, blobs
+        )
+        for t in result.outputs
+    ]
+    return _finish(header, blobs)
+
+
+# ---------------------------------------------------------------------------------------------
+# decoding
+
+
+def decode_json_object(data: BytesLike, what: str = "body") -> dict[str, Any]:
+    """Parse a JSON object; anything else raises :class:`ProtocolError` saying what was wrong."""
+    try:
+        obj = json.loads(bytes(data))
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise ProtocolError(f"{what} is not valid JSON: {exc}", value=bytes(data[:200])) from None
+    except RecursionError:
+        raise ProtocolError(f"{what} nests JSON too deeply", value=bytes(data[:200])) from None
+    if not isinstance(obj, dict):
+        raise ProtocolError(
+            f"{what} must be a JSON object, got {type(obj).__name__}", value=bytes(data[:200])
+        )
+    return obj
+
+
+def _split_body(body: BytesLike, header_length: str | int | None) -> tuple[memoryview, memoryview]:
+    view = memoryview(body).cast("B") if not isinstance(body, bytes) else memoryview(body)
+    if header_length is None:
+        return view, view[len(view) :]
+    try:
+        length = int(header_length)
+    except (TypeError, ValueError):
+        raise ProtocolError(
+            f"{HEADER_LENGTH} is not an integer: {header_length!r}", value=header_length
+        ) from None
+    if not 0 <= length <= len(view):
+        raise ProtocolError(
+            f"{HEADER_LENGTH} {length} is outside the {len(view)}-byte body", value=length
+        )
+    return view[:length], view[length:]
+
+
+def _expect(obj: Mapping[str, Any], key: str, kind: type | tuple[type, ...], what: str) -> Any:
+    value = obj.get(key)
+    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+        raise ProtocolError(
+            f"{what}: field {key!r} must be {_kind_name(kind)}, got {value!r:.80}", value=value
+        )
+    return value
+
+
+def _kind_name(kind: type | tuple[type, ...]) -> str:
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    return " or ".join(
+        {
+            str: "a string",
+            int: "an integer",
+            list: "an array",
+            dict: "an object",
+            bool: "a boolean",
+        }.get(k, k.__name__)
+        for k in kinds
+    )
+
+
+def _parameters(obj: Mapping[str, Any], what: str) -> dict[str, ParameterValue]:
+    params = obj.get("parameters")
+    if params is None:
+        return {}
+    if not isinstance(params, dict):
+        raise ProtocolError(f"{what}: 'parameters' must be an object", value=params)
+    for key, value in params.items():
+        if not isinstance(value, bool | int | float | str):
+            raise ProtocolError(
+                f"{what}: parameter {key!r} must be a string, number or boolean, got "
+                f"{type(value).__name__}",
+                value=value,
+            )
+    return params
+
+
+def _shape(entry: Mapping[str, Any], what: str) -> tuple[int, ...]:
+    shape = _expect(entry, "shape", list, what)
+    for dim in shape:
+        if type(dim) is not int or dim < 0:
+            raise ProtocolError(
+                f"{what}: shape dimensions must be non-negative integers, got {shape!r:.80}",
+                value=shape,
+            )
+    return tuple(shape)
+
+
+@dataclass(slots=True)
+class _DecodedTensor:
+    name: str
+    datatype: Datatype
+    shape: tuple[int, ...]
+    parameters: dict[str, ParameterValue]
+    data: npt.NDArray[Any] | None
+
+
+def _decode_tensors(
+    entries: object, binary: memoryview, what: str, *, data_optional: bool
+) -> list[_DecodedTensor]:
+    if not isinstance(entries, list):
+        raise ProtocolError(f"{what} must be an array, got {type(entries).__name__}")
+    out: list[_DecodedTensor] = []
+    offset = 0
+    for index, entry in enumerate(entries):
+        where = f"{what}[{index}]"
+        if not isinstance(entry, dict):
+            raise ProtocolError(f"{where} must be an object, got {type(entry).__name__}")
+        name = _expect(entry, "name", str, where)
+        where = f"{what}[{index}] ({name!r})"
+        raw_datatype = _expect(entry, "datatype", str, where)
+        try:
+            datatype = Datatype.parse(raw_datatype)
+        except InvalidInputError:
+            raise ProtocolError(f"{where}: unknown datatype {raw_datatype!r}") from None
+        shape = _shape(entry, where)
+        params = _parameters(entry, where)
+        data: npt.NDArray[Any] | None = None
+        size = params.pop("binary_data_size", None)
+        if size is not None:
+            if type(size) is not int or size < 0:
+                raise ProtocolError(f"{where}: binary_data_size must be a non-negative integer")
+            if offset + size > len(binary):
+                raise ProtocolError(
+                    f"{where}: binary_data_size {size} at offset {offset} runs past the "
+                    f"{len(binary)} bytes of binary data",
+                    value=size,
+                )
+            try:
+                data = deserialize(binary[offset : offset + size], datatype, shape)
+            except ProtocolError as exc:
+                raise ProtocolError(f"{where}: {exc.message}") from None
+            offset += size
+        elif "data" in entry:
+            data = from_json_data(entry["data"], datatype, shape, name=name)
+        elif not data_optional and "shared_memory_region" not in params:
+            raise ProtocolError(f"{where} carries no data, binary data or shared-memory region")
+        out.append(_DecodedTensor(name, datatype, shape, params, data))
+    if offset != len(binary):
+        raise ProtocolError(
+            f"binary data is {len(binary)} bytes but the {what} account for {offset}",
+            value=len(binary),
+        )
+    return out
+
+
+def _optional_str(obj: Mapping[str, Any], key: str, what: str) -> str:
+    value = obj.get(key, "")
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise ProtocolError(f"{what}: field {key!r} must be a string, got {value!r:.80}")
+    return value
+
+
+def decode_infer_response(body: BytesLike, header_length: str | int | None = None) -> InferResult:
+    """Decode an inference response body.
+
+    ``header_length`` is the ``Inference-Header-Content-Length`` header's value, or ``None``
+    when the response had none (pure JSON). Binary outputs become views on ``body``.
+    """
+    head, binary = _split_body(body, header_length)
+    obj = decode_json_object(head, "inference response")
+    tensors = _decode_tensors(obj.get("outputs", []), binary, "outputs", data_optional=False)
+    return InferResult(
+        model_name=_optional_str(obj, "model_name", "inference response"),
+        model_version=_optional_str(obj, "model_version", "inference response"),
+        id=_optional_str(obj, "id", "inference response"),
+        parameters=_parameters(obj, "inference response"),
+        outputs=tuple(
+            OutputTensor(t.name, t.datatype.value, t.shape, t.data, t.parameters) for t in tensors
+        ),
+    )
+
+
+def decode_infer_request(
+    body: BytesLike, header_length: str | int | None = None, *, model_name: str = ""
+) -> InferRequest:
+    """Decode a captured inference request body (the CLI, tests, test servers).
+
+    A raw binary request (header length 0) cannot be decoded without the model's metadata and
+    raises :class:`ProtocolError`.
+    """
+    if header_length is not None and str(header_length).strip() == "0":
+        raise ProtocolError("raw binary request: its tensor needs the model's metadata to decode")
+    head, binary = _split_body(body, header_length)
+    obj = decode_json_object(head, "inference request")
+    tensors = _decode_tensors(
+        _expect(obj, "inputs", list, "inference request"), binary, "inputs", data_optional=False
+    )
+    inputs = []
+    for t in tensors:
+        try:
+            if t.data is None:
+                placement = SharedMemoryPlacement(
+                    str(t.parameters.pop("shared_memory_region")),
+                    int(t.parameters.pop("shared_memory_byte_size", 0)),
+                    int(t.parameters.pop("shared_memory_offset", 0)),
+                )
+                inputs.append(
+                    InferInput(
+                        t.name,
+                        None,
+                        datatype=t.datatype,
+                        shape=t.shape,
+                        parameters=t.parameters,
+                        shared_memory=placement,
+                        allow_reserved=True,
+                    )
+                )
+            else:
+                inputs.append(
+                    InferInput(
+                        t.name,
+                        t.data,
+                        datatype=t.datatype,
+                        parameters=t.parameters,
+                        allow_reserved=True,
+                    )
+                )
+        except (InvalidInputError, TypeError, ValueError) as exc:
+            raise ProtocolError(f"input {t.name!r}: {exc}") from None
+    outputs = []
+    raw_outputs = obj.get("outputs", [])
+    if not isinstance(raw_outputs, list):
+        raise ProtocolError("inference request: 'outputs' must be an array")
+    for index, entry in enumerate(raw_outputs):
+        where = f"outputs[{index}]"
+        if not isinstance(entry, dict):
+            raise ProtocolError(f"{where} must be an object")
+        params = _parameters(entry, where)
+        binary_flag = params.pop("binary_data", None)
+        class_count = params.pop("classification", 0)
+        try:
+            outputs.append(
+                RequestedOutput(
+                    _expect(entry, "name", str, where),
+                    binary=binary_flag if isinstance(binary_flag, bool) else None,
+                    class_count=int(class_count),
+                    parameters=params,
+                    allow_reserved=True,
+                )
+            )
+        except (InvalidInputError, TypeError, ValueError) as exc:
+            raise ProtocolError(f"{where}: {exc}") from None
+    return InferRequest(
+        model_name=model_name,
+        inputs=tuple(inputs),
+        outputs=tuple(outputs),
+        id=_optional_str(obj, "id", "inference request"),
+        parameters=_parameters(obj, "inference request"),
+    )
+
+
+def header_length_of(headers: Mapping[str, str]) -> str | None:
+    """The ``Inference-Header-Content-Length`` value from lower-cased response headers."""
+    return headers.get(_HEADER_LENGTH_LOWER)
+
+
+def error_from_response(status: int, body: BytesLike, reason: str = "") -> ServerError:
+    """The :class:`ServerError` for a non-success response, with the server's own message."""
+    raw = bytes(body)
+    message = ""
+    if raw:
+        try:
+            obj = json.loads(raw)
+        except (UnicodeDecodeError, ValueError, RecursionError):
+            obj = None
+        if isinstance(obj, dict) and isinstance(obj.get("error"), str):
+            message = obj["error"]
+        else:
+            message = raw[:1000].decode("utf-8", "replace").strip()
+    if not message:
+        message = reason or f"HTTP status {status} with no error message"
+    return ServerError(message, http_status=status, body=raw)
+
+
+def _tensor_metadata(entries: object, what: str) -> tuple[TensorMetadata, ...]:
+    if entries is None:
+        return ()
+    if not isinstance(entries, list):
+        raise ProtocolError(f"model metadata: {what} must be an array")
+    out = []
+    for index, entry in enumerate(entries):
+        where = f"model metadata {what}[{index}]"
+        if not isinstance(entry, dict):
+            raise ProtocolError(f"{where} must be an object")
+        shape = _expect(entry, "shape", list, where)
+        if not all(type(d) is int and d >= -1 for d in shape):
+            raise ProtocolError(f"{where}: shape must hold integers >= -1, got {shape!r:.80}")
+        out.append(
+            TensorMetadata(
+                _expect(entry, "name", str, where),
+                _expect(entry, "datatype", str, where),
+                tuple(shape),
+            )
+        )
+    return tuple(out)
+
+
+def _str_list(obj: Mapping[str, Any], key: str, what: str) -> tuple[str, ...]:
+    values = obj.get(key)
+    if values is None:
+        return ()
+    if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
+        raise ProtocolError(f"{what}: {key!r} must be an array of strings", value=values)
+    return tuple(values)
+
+
+def decode_server_metadata(body: BytesLike) -> ServerMetadata:
+    """Decode a server metadata response."""
+    obj = decode_json_object(body, "server metadata")
+    return ServerMetadata(
+        name=_expect(obj, "name", str, "server metadata"),
+        version=_optional_str(obj, "version", "server metadata"),
+        extensions=_str_list(obj, "extensions", "server metadata"),
+    )
+
+
+def decode_model_metadata(body: BytesLike) -> ModelMetadata:
+    """Decode a model metadata response."""
+    obj = decode_json_object(body, "model metadata")
+    return ModelMetadata(
+        name=_expect(obj, "name", str, "model metadata"),
+        platform=_optional_str(obj, "platform", "model metadata"),
+        versions=_str_list(obj, "versions", "model metadata"),
+        inputs=_tensor_metadata(obj.get("inputs"), "inputs"),
+        outputs=_tensor_metadata(obj.get("outputs"), "outputs"),
+    )

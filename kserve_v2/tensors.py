@@ -1,0 +1,298 @@
+"""Tensors of a request: inputs to send and outputs to ask for.
+
+Example::
+
+    >>> import numpy as np
+    >>> from kserve_v2.tensors import InferInput, RequestedOutput
+    >>> InferInput("INPUT0", np.arange(16, dtype=np.int32).reshape(1, 16))
+    InferInput(name='INPUT0', datatype='INT32', shape=(1, 16))
+    >>> InferInput("TEXT", ["hello", "world"])          # lists of str are BYTES
+    InferInput(name='TEXT', datatype='BYTES', shape=(2,))
+    >>> RequestedOutput("probs", class_count=3)
+    RequestedOutput(name='probs', class_count=3)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from kserve_v2.datatypes import (
+    BytesLike,
+    Datatype,
+    datatype_of,
+    element_count,
+    from_json_data,
+    serialize,
+)
+from kserve_v2.errors import InvalidInputError
+from kserve_v2.parameters import ParameterValue, validate_parameters
+
+__all__ = ["InferInput", "RequestedOutput", "SharedMemoryPlacement"]
+
+
+def _check_name(name: object, what: str) -> str:
+    if not isinstance(name, str) or not name:
+        raise InvalidInputError(f"{what} name must be a non-empty string, got {name!r}", value=name)
+    return name
+
+
+def _check_shape(shape: object) -> tuple[int, ...]:
+    if isinstance(shape, (str, bytes)) or not isinstance(shape, Sequence | np.ndarray):
+        raise InvalidInputError(f"shape must be a sequence of integers, got {shape!r}", value=shape)
+    dims: list[int] = []
+    for dim in shape:
+        if isinstance(dim, bool) or not isinstance(dim, int | np.integer) or dim < 0:
+            raise InvalidInputError(
+                f"shape dimensions must be non-negative integers, got {list(shape)!r}",
+                value=shape,
+            )
+        dims.append(int(dim))
+    return tuple(dims)
+
+
+@dataclass(frozen=True, slots=True)
+class SharedMemoryPlacement:
+    """Where a tensor lives in a registered shared-memory region.
+
+    ``region`` is the name the region was registered under; ``byte_size`` and ``offset`` are in
+    bytes.
+    """
+
+    region: str
+    byte_size: int
+    offset: int = 0
+
+    def __post_init__(self) -> None:
+        _check_name(self.region, "shared-memory region")
+        for field, value in (("byte_size", self.byte_size), ("offset", self.offset)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise InvalidInputError(
+                    f"shared-memory {field} must be a non-negative integer, got {value!r}",
+                    value=value,
+                )
+
+    def as_parameters(self) -> dict[str, ParameterValue]:
+        """The ``shared_memory_*`` parameters that carry this placement on the wire."""
+        params: dict[str, ParameterValue] = {
+            "shared_memory_region": self.region,
+            "shared_memory_byte_size": self.byte_size,
+        }
+        if self.offset:
+            params["shared_memory_offset"] = self.offset
+        return params
+
+
+def _array_from_data(data: Any, datatype: Datatype | None) -> tuple[npt.NDArray[Any], Datatype]:
+    """Normalise user data to an array whose dtype fits ``datatype`` (inferred if None)."""
+    if isinstance(data, np.ndarray):
+        found = datatype_of(data)
+        if datatype is None:
+            return data, found
+        if found is datatype or (
+            datatype is Datatype.BF16 and data.dtype.kind == "f" and data.dtype.itemsize >= 4
+        ):
+            return data, datatype
+        raise InvalidInputError(
+            f"array of dtype {data.dtype} does not match datatype {datatype.value}; "
+            f"convert it first (e.g. arr.astype(...)) so no value changes silently",
+            value=data.dtype,
+        )
+    if isinstance(data, (bytes, str)):
+        data = [data]
+        scalar_bytes = True
+    else:
+        scalar_bytes = False
+    if isinstance(data, np.generic):
+        return _array_from_data(np.asarray(data), datatype)
+    if datatype is None:
+        probe = np.asarray(data)
+        if probe.dtype.kind in "SU":
+            datatype = Datatype.BYTES
+        elif probe.dtype.kind == "O":
+            raise InvalidInputError(
+                "cannot infer a datatype from this data; pass datatype=... explicitly",
+                value=data,
+            )
+        else:
+            datatype = datatype_of(probe)
+        shape = probe.shape
+    else:
+        shape = _nested_shape(data)
+    array = from_json_data(data, datatype, shape, error=InvalidInputError)
+    if scalar_bytes:
+        array = array.reshape(())
+    return array, datatype
+
+
+def _nested_shape(data: Any) -> tuple[int, ...]:
+    shape: list[int] = []
+    while isinstance(data, list | tuple):
+        shape.append(len(data))
+        if not data:
+            break
+        data = data[0]
+    return tuple(shape)
+
+
+class InferInput:
+    """One input tensor of an inference request.
+
+    Args:
+        name: the model's input name.
+        data: a numpy array, nested lists/tuples of numbers, bools or strings, a ``bytes`` or
+            ``str`` scalar, or ``None`` when the tensor comes from shared memory.
+        datatype: the wire datatype (``"FP32"`` or :class:`Datatype`); inferred from ``data``
+            when omitted (numpy dtype; ``int`` lists give INT64, ``float`` lists FP64).
+            A numpy array must already have the matching dtype: nothing is cast silently.
+        shape: the tensor shape; defaults to ``data``'s. A different shape with the same number
+            of elements reshapes the data.
+        binary: send in binary form (``True``), as JSON (``False``) or as the client decides
+            (``None``). Ignored by gRPC, which is always binary.
+        parameters: custom input parameters.
+        shared_memory: place the input in a registered shared-memory region instead of
+            sending data.
+    """
+
+    __slots__ = (
+        "_array",
+        "_wire",
+        "binary",
+        "datatype",
+        "name",
+        "parameters",
+        "shape",
+        "shared_memory",
+    )
+
+    name: str
+    datatype: Datatype
+    shape: tuple[int, ...]
+    binary: bool | None
+    parameters: dict[str, ParameterValue]
+    shared_memory: SharedMemoryPlacement | None
+    _array: npt.NDArray[Any] | None
+    _wire: BytesLike | None
+
+    def __init__(
+        self,
+        name: str,
+        data: Any = None,
+        *,
+        datatype: str | Datatype | None = None,
+        shape: Sequence[int] | None = None,
+        binary: bool | None = None,
+        parameters: Mapping[str, ParameterValue] | None = None,
+        shared_memory: SharedMemoryPlacement | None = None,
+        allow_reserved: bool = False,
+    ) -> None:
+        self.name = _check_name(name, "input")
+        dt = None if datatype is None else Datatype.parse(datatype)
+        self.binary = binary
+        self.parameters = validate_parameters(
+            parameters, where="input", allow_reserved=allow_reserved
+        )
+        self.shared_memory = shared_memory
+        self._wire = None
+        if data is None:
+            if shared_memory is None:
+                raise InvalidInputError(f"input {name!r} needs data or a shared-memory placement")
+            if dt is None or shape is None:
+                raise InvalidInputError(
+                    f"input {name!r} in shared memory needs an explicit datatype and shape"
+                )
+            self.datatype = dt
+            self.shape = _check_shape(shape)
+            self._array = None
+            return
+        if shared_memory is not None:
+            raise InvalidInputError(
+                f"input {name!r}: give either data or a shared-memory placement, not both"
+            )
+        array, self.datatype = _array_from_data(data, dt)
+        if shape is not None:
+            wanted = _check_shape(shape)
+            if element_count(wanted) != array.size:
+                raise InvalidInputError(
+                    f"input {name!r}: shape {list(wanted)} needs {element_count(wanted)} "
+                    f"element(s), data has {array.size}",
+                    value=wanted,
+                )
+            if wanted != array.shape:
+                array = array.reshape(wanted)
+            self.shape = wanted
+        else:
+            self.shape = tuple(int(d) for d in array.shape)
+        self._array = array
+
+    @property
+    def data(self) -> npt.NDArray[Any] | None:
+        """The tensor's data as given (after normalisation), or ``None`` for shared memory."""
+        return self._array
+
+    def wire_bytes(self) -> BytesLike:
+        """The binary wire form, computed once (a view of the array when no conversion is due)."""
+        if self._wire is None:
+            if self._array is None:
+                raise InvalidInputError(f"input {self.name!r} lives in shared memory: no data")
+            self._wire = serialize(self._array, self.datatype)
+        return self._wire
+
+    def __repr__(self) -> str:
+        extra = f", shared_memory={self.shared_memory!r}" if self.shared_memory else ""
+        return (
+            f"InferInput(name={self.name!r}, datatype={self.datatype.value!r}, "
+            f"shape={self.shape!r}{extra})"
+        )
+
+
+class RequestedOutput:
+    """An output the request asks for, and how it should come back.
+
+    Args:
+        name: the model's output name.
+        binary: return in binary form (``True``), as JSON (``False``) or as the client decides.
+        class_count: ask for the top-N classification strings ``"value:index[:label]"`` instead
+            of the raw tensor (Triton's classification extension); 0 means off.
+        parameters: custom output parameters.
+        shared_memory: have the server write this output into a registered region.
+    """
+
+    __slots__ = ("binary", "class_count", "name", "parameters", "shared_memory")
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        binary: bool | None = None,
+        class_count: int = 0,
+        parameters: Mapping[str, ParameterValue] | None = None,
+        shared_memory: SharedMemoryPlacement | None = None,
+        allow_reserved: bool = False,
+    ) -> None:
+        self.name = _check_name(name, "output")
+        if isinstance(class_count, bool) or not isinstance(class_count, int) or class_count < 0:
+            raise InvalidInputError(
+                f"output {name!r}: class_count must be a non-negative integer, got {class_count!r}",
+                value=class_count,
+            )
+        self.binary = binary
+        self.class_count = class_count
+        self.parameters = validate_parameters(
+            parameters, where="output", allow_reserved=allow_reserved
+        )
+        self.shared_memory = shared_memory
+
+    def __repr__(self) -> str:
+        parts = [f"name={self.name!r}"]
+        if self.binary is not None:
+            parts.append(f"binary={self.binary!r}")
+        if self.class_count:
+            parts.append(f"class_count={self.class_count}")
+        if self.shared_memory:
+            parts.append(f"shared_memory={self.shared_memory!r}")
+        return f"RequestedOutput({', '.join(parts)})"
