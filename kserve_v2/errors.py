@@ -62,9 +62,7 @@ class MissingDependencyError(KServeError, ImportError):
     """
 
     def __init__(self, feature: str, extra: str, module: str) -> None:
-        message = (
-            f"{feature} needs the '{module}' package: pip install 'kserve-v2[{extra}]'"
-        )
+        message = f"{feature} needs the '{module}' package: pip install 'kserve-v2[{extra}]'"
         super().__init__(message, name=module)
         self.message = message
         self.extra = extra
