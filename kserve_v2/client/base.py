@@ -1,0 +1,195 @@
+"""What :class:`Client` and :class:`AsyncClient` share: options, URL, protocol selection."""
+
+from __future__ import annotations
+
+import ssl
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol, TypeVar
+
+from kserve_v2.client.endpoint import Endpoint, parse_url
+from kserve_v2.client.http import Headers, HTTPProtocol
+from kserve_v2.client.wire import WireHook, print_hook
+from kserve_v2.errors import InvalidInputError
+from kserve_v2.messages import (
+    InferRequest,
+    InferResult,
+    ModelMetadata,
+    RepositoryModel,
+    ServerMetadata,
+)
+
+__all__ = ["Backend", "Call", "ClientBase", "TLSOptions"]
+
+T_co = TypeVar("T_co", covariant=True)
+
+
+class Call(Protocol[T_co]):
+    """A prepared exchange of one protocol; the clients run it through their I/O object."""
+
+    def run(self, io: Any, hook: WireHook | None, /) -> T_co: ...
+
+    async def arun(self, io: Any, hook: WireHook | None, /) -> T_co: ...
+
+
+class Backend(Protocol):
+    """What each protocol (HTTP, gRPC) provides to the clients: prepared calls.
+
+    Every method takes the per-call keywords ``headers`` (HTTP headers or gRPC metadata) and
+    ``timeout`` (seconds). Extension results are plain structures shaped like Triton's REST
+    JSON on both protocols (gRPC messages are converted: int64 values as ints, field names as in
+    the REST JSON), so code does not change with the protocol.
+    """
+
+    # core protocol
+    def server_live(self, **kw: Any) -> Call[bool]: ...
+    def server_ready(self, **kw: Any) -> Call[bool]: ...
+    def model_ready(self, model: str, version: str = "", **kw: Any) -> Call[bool]: ...
+    def server_metadata(self, **kw: Any) -> Call[ServerMetadata]: ...
+    def model_metadata(self, model: str, version: str = "", **kw: Any) -> Call[ModelMetadata]: ...
+    def infer(
+        self, request: InferRequest, *, binary: bool | None = None, **kw: Any
+    ) -> Call[InferResult]: ...
+
+    # Triton extensions (kserve_v2/client/extensions.py documents the result shapes)
+    def model_config(self, model: str, version: str = "", **kw: Any) -> Call[dict[str, Any]]: ...
+    def model_statistics(
+        self, model: str = "", version: str = "", **kw: Any
+    ) -> Call[dict[str, Any]]: ...
+    def repository_index(
+        self, *, ready_only: bool = False, **kw: Any
+    ) -> Call[list[RepositoryModel]]: ...
+    def load_model(
+        self,
+        model: str,
+        *,
+        config: str | None = None,
+        files: Mapping[str, bytes] | None = None,
+        **kw: Any,
+    ) -> Call[None]: ...
+    def unload_model(
+        self, model: str, *, unload_dependents: bool = False, **kw: Any
+    ) -> Call[None]: ...
+    def system_shared_memory_status(
+        self, region: str = "", **kw: Any
+    ) -> Call[list[dict[str, Any]]]: ...
+    def register_system_shared_memory(
+        self, region: str, key: str, byte_size: int, *, offset: int = 0, **kw: Any
+    ) -> Call[None]: ...
+    def unregister_system_shared_memory(self, region: str = "", **kw: Any) -> Call[None]: ...
+    def cuda_shared_memory_status(
+        self, region: str = "", **kw: Any
+    ) -> Call[list[dict[str, Any]]]: ...
+    def register_cuda_shared_memory(
+        self, region: str, raw_handle: bytes, device_id: int, byte_size: int, **kw: Any
+    ) -> Call[None]: ...
+    def unregister_cuda_shared_memory(self, region: str = "", **kw: Any) -> Call[None]: ...
+    def trace_settings(self, model: str = "", **kw: Any) -> Call[dict[str, Any]]: ...
+    def update_trace_settings(
+        self, settings: Mapping[str, Any], model: str = "", **kw: Any
+    ) -> Call[dict[str, Any]]: ...
+    def log_settings(self, **kw: Any) -> Call[dict[str, Any]]: ...
+    def update_log_settings(
+        self, settings: Mapping[str, Any], **kw: Any
+    ) -> Call[dict[str, Any]]: ...
+
+
+#: Default whole-request timeout in seconds (a hung server must not hang the caller forever).
+DEFAULT_TIMEOUT = 60.0
+DEFAULT_CONNECT_TIMEOUT = 10.0
+
+
+@dataclass(frozen=True, slots=True)
+class TLSOptions:
+    """TLS settings for ``https://`` and ``grpcs://`` URLs.
+
+    ``ca_file``: PEM file of CAs to trust (default: the system store). ``cert_file`` and
+    ``key_file``: client certificate and key for mutual TLS. ``ssl_context``: a ready context
+    (HTTP only; overrides the files). ``verify=False`` turns certificate checks off (HTTP only;
+    for tests against self-signed servers you cannot give a CA for). ``server_hostname``
+    overrides the name the certificate is checked against.
+    """
+
+    ca_file: str | None = None
+    cert_file: str | None = None
+    key_file: str | None = None
+    ssl_context: ssl.SSLContext | None = None
+    verify: bool = True
+    server_hostname: str | None = None
+
+
+class ClientBase:
+    """Parses the URL, validates options and builds the protocol object."""
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        headers: Headers | None = None,
+        timeout: float | None = DEFAULT_TIMEOUT,
+        connect_timeout: float | None = DEFAULT_CONNECT_TIMEOUT,
+        binary: bool = True,
+        request_compression: str | None = None,
+        accept_compression: str | None = None,
+        tls: TLSOptions | None = None,
+        wire_hook: WireHook | None = None,
+        verbose: bool = False,
+        grpc_options: dict[str, Any] | None = None,
+    ) -> None:
+        self.endpoint: Endpoint = parse_url(url)
+        for name, value in (("timeout", timeout), ("connect_timeout", connect_timeout)):
+            if value is not None and (isinstance(value, bool) or not value > 0):
+                raise InvalidInputError(f"{name} must be a positive number or None", value=value)
+        self.timeout = timeout
+        self.connect_timeout = connect_timeout
+        self.tls = tls or TLSOptions()
+        if (tls is not None) and not self.endpoint.tls and tls != TLSOptions():
+            raise InvalidInputError(
+                f"TLS options given for a plain-text URL {self.endpoint}; use https:// or grpcs://"
+            )
+        self._hook: WireHook | None = wire_hook or (print_hook() if verbose else None)
+        self._closed = False
+        if self.endpoint.protocol == "http":
+            if grpc_options:
+                raise InvalidInputError("grpc_options apply to grpc:// URLs only")
+            self._proto: Backend = HTTPProtocol(
+                self.endpoint,
+                headers=headers,
+                timeout=timeout,
+                binary=binary,
+                request_compression=request_compression,
+                accept_compression=accept_compression,
+            )
+        else:
+            raise NotImplementedError("gRPC support is added by kserve_v2.grpc")
+
+    def _transport_kwargs(self, pool_size: int) -> dict[str, Any]:
+        """Arguments for the default HTTP transports (sync and async take the same)."""
+        if isinstance(pool_size, bool) or not isinstance(pool_size, int) or pool_size < 1:
+            raise InvalidInputError("pool_size must be a positive integer", value=pool_size)
+        tls = self.tls
+        return {
+            "url": f"{self.endpoint.scheme}://{self.endpoint.authority}",
+            "timeout": self.timeout,
+            "connect_timeout": self.connect_timeout,
+            "max_connections": pool_size,
+            "verify": tls.verify,
+            "ca_file": tls.ca_file,
+            "cert_file": tls.cert_file,
+            "key_file": tls.key_file,
+            "ssl_context": tls.ssl_context,
+            "server_hostname": tls.server_hostname,
+        }
+
+    @property
+    def url(self) -> str:
+        """The server URL this client talks to."""
+        return str(self.endpoint)
+
+    @property
+    def protocol(self) -> str:
+        """``"http"`` or ``"grpc"``."""
+        return self.endpoint.protocol
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.url!r})"
