@@ -1,0 +1,861 @@
+"""Hand-written protobuf wire codec for the inference messages on the hot path.
+
+``inference.ModelInferRequest`` is encoded and ``inference.ModelInferResponse`` /
+``inference.ModelStreamInferResponse`` are decoded here, without protobuf's generated
+classes, because those copy every tensor several times. Tensor-sized copies made in
+Python, measured with a 64 MiB FP32 tensor (grpcio adds one more each way in both cases,
+into and out of its own slices):
+
+=========================  =============================================  =================
+path                       generated classes                              this module
+=========================  =============================================  =================
+request (numpy -> bytes)   3: ``tobytes()``, into the message, serialize  1: the final join
+response (bytes -> numpy)  2: parsing, then reading the ``bytes`` field   0: views
+=========================  =============================================  =================
+
+* :func:`encode_infer_request` returns the message as a list of buffers whose tensor
+  entries *are* the caller's buffers (memoryviews, no copy). The one copy happens in
+  :meth:`EncodedMessage.tobytes`, done once at the edge because grpcio's serializer must
+  return a single ``bytes``.
+* :func:`decode_infer_response` returns ``raw_output_contents`` as memoryview slices of
+  the received buffer (no copy), ready for ``numpy.frombuffer``; the small fields are
+  decoded into plain values.
+
+The byte layout matches what the generated classes produce with
+``SerializeToString(deterministic=True)`` (fields in number order, map entries in upb's
+sorted order, packed ``shape``, key and value always written in map entries), so the two
+can be compared byte for byte in tests. The decoder follows protobuf's parsing rules as upb
+(protobuf's Python runtime) applies them: unknown fields of every wire type are skipped
+(groups included, nested at most 100 deep like upb's limit; field number 0 is rejected
+everywhere, also inside a group, where recent upb lets it pass), a field with an unexpected
+wire type is treated as unknown, repeated scalars are accepted packed and unpacked,
+non-repeated fields keep their last value and a repeated sub-message field's occurrences
+are merged, ``string`` fields must be valid UTF-8, and a map entry that carries unknown
+fields is left out of the map (upb keeps it as an unknown field of the parent). Anything
+malformed raises :class:`~kserve_v2.errors.ProtocolError` naming the problem, the message
+path and the byte offset.
+
+This module imports neither protobuf nor numpy.
+"""
+
+from __future__ import annotations
+
+import operator
+import struct
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import SupportsIndex
+
+from kserve_v2.errors import InvalidInputError, ProtocolError
+
+__all__ = [
+    "BytesLike",
+    "EncodedMessage",
+    "ParamValue",
+    "WireInferInput",
+    "WireInferRequest",
+    "WireInferResponse",
+    "WireOutputTensor",
+    "WireRequestedOutput",
+    "WireStreamResponse",
+    "WireTensorContents",
+    "decode_infer_response",
+    "decode_stream_infer_response",
+    "encode_infer_request",
+    "serialize_infer_request",
+]
+
+#: A parameter value as InferParameter carries it (bool, int64/uint64, double, string).
+ParamValue = bool | int | float | str
+#: Anything exposing the buffer protocol (numpy arrays included) is accepted at run time.
+BytesLike = bytes | bytearray | memoryview
+
+_INT64_MIN = -(1 << 63)
+_INT64_MAX = (1 << 63) - 1
+_UINT64_MAX = (1 << 64) - 1
+_MASK64 = _UINT64_MAX
+_MASK32 = (1 << 32) - 1
+# Protobuf (C++, upb) refuses to parse messages of 2 GiB or more.
+_MAX_MESSAGE_BYTES = (1 << 31) - 1
+# upb's default recursion limit: sub-messages and groups may nest this deep.
+_MAX_DEPTH = 100
+
+# Wire types.
+_VARINT, _I64, _LEN, _SGROUP, _EGROUP, _I32 = 0, 1, 2, 3, 4, 5
+
+
+# --------------------------------------------------------------------------- structures
+
+
+@dataclass(frozen=True, slots=True)
+class WireInferInput:
+    """One ``ModelInferRequest.InferInputTensor`` (its data goes in raw_input_contents)."""
+
+    name: str
+    datatype: str
+    shape: Sequence[int]
+    parameters: Mapping[str, ParamValue] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class WireRequestedOutput:
+    """One ``ModelInferRequest.InferRequestedOutputTensor``."""
+
+    name: str
+    parameters: Mapping[str, ParamValue] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class WireInferRequest:
+    """A ``ModelInferRequest`` whose tensor data travels in ``raw_input_contents``.
+
+    ``raw_input_contents`` entries may be any C-contiguous buffer (bytes, bytearray,
+    memoryview, numpy array); they are referenced, not copied, until the final join.
+    Typed ``InferInputTensor.contents`` is not supported: the raw form is what Triton and
+    tritonclient use for every datatype.
+    """
+
+    model_name: str
+    model_version: str = ""
+    id: str = ""
+    parameters: Mapping[str, ParamValue] = field(default_factory=dict)
+    inputs: Sequence[WireInferInput] = ()
+    outputs: Sequence[WireRequestedOutput] = ()
+    raw_input_contents: Sequence[BytesLike] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class EncodedMessage:
+    """A serialized message as a list of buffers to be sent back to back.
+
+    ``buffers`` alternate between small framing buffers built by the encoder and the
+    caller's own tensor buffers; ``nbytes`` is their total length.
+    """
+
+    buffers: tuple[BytesLike, ...]
+    nbytes: int
+
+    def tobytes(self) -> bytes:
+        """Join the buffers into one ``bytes`` (the single copy of the tensor data)."""
+        return b"".join(self.buffers)
+
+
+@dataclass(frozen=True, slots=True)
+class WireTensorContents:
+    """``InferTensorContents``: typed tensor elements, flattened in row-major order."""
+
+    bool_contents: tuple[bool, ...] = ()
+    int_contents: tuple[int, ...] = ()
+    int64_contents: tuple[int, ...] = ()
+    uint_contents: tuple[int, ...] = ()
+    uint64_contents: tuple[int, ...] = ()
+    fp32_contents: tuple[float, ...] = ()
+    fp64_contents: tuple[float, ...] = ()
+    bytes_contents: tuple[bytes, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class WireOutputTensor:
+    """``ModelInferResponse.InferOutputTensor``.
+
+    A parameter whose InferParameter has no value set decodes to ``None``. ``contents``
+    is ``None`` when the field is absent (the usual case: data is in raw_output_contents).
+    """
+
+    name: str
+    datatype: str
+    shape: tuple[int, ...]
+    parameters: Mapping[str, ParamValue | None]
+    contents: WireTensorContents | None
+
+
+@dataclass(frozen=True, slots=True)
+class WireInferResponse:
+    """``ModelInferResponse``; ``raw_output_contents`` are views into the received buffer.
+
+    The views keep the received buffer alive and must not outlive a buffer that the caller
+    reuses (they alias it; ``bytes`` from grpcio is immutable, so that is only a concern
+    for bytearray/memoryview input).
+    """
+
+    model_name: str
+    model_version: str
+    id: str
+    parameters: Mapping[str, ParamValue | None]
+    outputs: tuple[WireOutputTensor, ...]
+    raw_output_contents: tuple[memoryview, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class WireStreamResponse:
+    """``ModelStreamInferResponse``: an error for one request, or a response.
+
+    ``infer_response`` is ``None`` when the field is absent (Triton sends error-only
+    messages that way).
+    """
+
+    error_message: str
+    infer_response: WireInferResponse | None
+
+
+# ------------------------------------------------------------------------------ encoder
+
+
+def _put_varint(out: bytearray, value: int) -> None:
+    # value is already known to be in [0, 2**64).
+    while value > 0x7F:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+
+
+def _utf8(value: object, what: str) -> bytes:
+    if not isinstance(value, str):
+        raise InvalidInputError(f"{what} must be a str, not {type(value).__name__}", value=value)
+    try:
+        return value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InvalidInputError(f"{what} is not encodable as UTF-8: {exc}", value=value) from exc
+
+
+def _put_string_field(out: bytearray, tag: int, value: object, what: str) -> None:
+    data = _utf8(value, what)
+    if data:  # proto3: an empty string is the default and is not written
+        out.append(tag)
+        _put_varint(out, len(data))
+        out += data
+
+
+def _int64(value: object, what: str) -> int:
+    if isinstance(value, bool):
+        raise InvalidInputError(f"{what} must be an integer, not a bool", value=value)
+    if not isinstance(value, SupportsIndex):
+        raise InvalidInputError(
+            f"{what} must be an integer, not {type(value).__name__}", value=value
+        )
+    number = operator.index(value)
+    if not _INT64_MIN <= number <= _INT64_MAX:
+        raise InvalidInputError(f"{what} {number} does not fit in int64", value=value)
+    return number
+
+
+def _encode_param_value(value: object, what: str) -> bytes:
+    """InferParameter bytes for one value (the oneof member chosen from its type)."""
+    out = bytearray()
+    if isinstance(value, bool):
+        out += b"\x08\x01" if value else b"\x08\x00"  # bool_param = 1
+    elif isinstance(value, str):
+        data = _utf8(value, what)
+        out.append(0x1A)  # string_param = 3, written even when empty (oneof presence)
+        _put_varint(out, len(data))
+        out += data
+    elif isinstance(value, float):
+        out.append(0x21)  # double_param = 4
+        out += struct.pack("<d", value)
+    else:
+        if not isinstance(value, SupportsIndex):  # int, numpy integers
+            raise InvalidInputError(
+                f"{what} must be a bool, int, float or str, not {type(value).__name__}",
+                value=value,
+            )
+        number = operator.index(value)
+        if _INT64_MIN <= number <= _INT64_MAX:
+            out.append(0x10)  # int64_param = 2, negative values as 10-byte two's complement
+            _put_varint(out, number & _MASK64)
+        elif _INT64_MAX < number <= _UINT64_MAX:
+            out.append(0x28)  # uint64_param = 5, only for what int64 cannot hold
+            _put_varint(out, number)
+        else:
+            raise InvalidInputError(
+                f"{what} = {number} is outside the int64/uint64 range of InferParameter",
+                value=value,
+            )
+    return bytes(out)
+
+
+def _put_parameters(out: bytearray, tag: int, params: Mapping[str, ParamValue], what: str) -> None:
+    if not params:
+        return
+    entries = []
+    for key, value in params.items():
+        key_bytes = _utf8(key, f"{what} key")
+        entries.append((key_bytes, _encode_param_value(value, f"{what}[{key!r}]")))
+    # The order of upb's deterministic serializer, so that tests can compare bytes: by key
+    # bytes, except that a key which is a prefix of another comes after it ("ab" before
+    # "a", "" last). Appending 0xFF, a byte UTF-8 never contains, gives exactly that order.
+    # (C++ puts prefixes first; the order carries no meaning on the wire.)
+    entries.sort(key=lambda entry: entry[0] + b"\xff")
+    for key_bytes, value_bytes in entries:
+        entry = bytearray(b"\x0a")  # key = 1, always written in a map entry
+        _put_varint(entry, len(key_bytes))
+        entry += key_bytes
+        entry.append(0x12)  # value = 2, always written, even when empty
+        _put_varint(entry, len(value_bytes))
+        entry += value_bytes
+        out.append(tag)
+        _put_varint(out, len(entry))
+        out += entry
+
+
+def _put_submessage(out: bytearray, tag: int, body: bytearray) -> None:
+    out.append(tag)
+    _put_varint(out, len(body))
+    out += body
+
+
+def encode_infer_request(request: WireInferRequest) -> EncodedMessage:
+    """Encode a ``ModelInferRequest`` without copying the tensor data.
+
+    Returns the framing buffers interleaved with the caller's ``raw_input_contents``
+    buffers, and the total length. Raises :class:`~kserve_v2.errors.InvalidInputError` for
+    values the message cannot carry: non-UTF-8 strings, shape dimensions outside int64,
+    integer parameters outside int64/uint64, parameter values of other types,
+    non-contiguous buffers, or a message of 2 GiB or more.
+    """
+    head = bytearray()
+    _put_string_field(head, 0x0A, request.model_name, "model_name")  # 1
+    _put_string_field(head, 0x12, request.model_version, "model_version")  # 2
+    _put_string_field(head, 0x1A, request.id, "id")  # 3
+    _put_parameters(head, 0x22, request.parameters, "parameters")  # 4
+    for i, tensor in enumerate(request.inputs):  # 5
+        where = f"inputs[{i}]"
+        body = bytearray()
+        _put_string_field(body, 0x0A, tensor.name, f"{where}.name")
+        _put_string_field(body, 0x12, tensor.datatype, f"{where}.datatype")
+        if tensor.shape:
+            packed = bytearray()  # repeated int64 is packed in proto3
+            for d, dim in enumerate(tensor.shape):
+                _put_varint(packed, _int64(dim, f"{where}.shape[{d}]") & _MASK64)
+            _put_submessage(body, 0x1A, packed)
+        _put_parameters(body, 0x22, tensor.parameters, f"{where}.parameters")
+        _put_submessage(head, 0x2A, body)
+    for i, output in enumerate(request.outputs):  # 6
+        where = f"outputs[{i}]"
+        body = bytearray()
+        _put_string_field(body, 0x0A, output.name, f"{where}.name")
+        _put_parameters(body, 0x12, output.parameters, f"{where}.parameters")
+        _put_submessage(head, 0x32, body)
+
+    buffers: list[BytesLike] = [head]
+    framing = head  # the small buffer the next length prefix is appended to
+    total = len(head)
+    for i, raw in enumerate(request.raw_input_contents):  # 7
+        try:
+            view = memoryview(raw)
+        except TypeError:
+            raise InvalidInputError(
+                f"raw_input_contents[{i}] must be a bytes-like object, not {type(raw).__name__}",
+                value=raw,
+            ) from None
+        if not view.c_contiguous:
+            raise InvalidInputError(
+                f"raw_input_contents[{i}] is not C-contiguous; copy it first", value=raw
+            )
+        size = view.nbytes  # not len(): a typed view's len() counts elements
+        before = len(framing)
+        framing.append(0x3A)
+        _put_varint(framing, size)
+        total += len(framing) - before + size
+        if size:
+            buffers.append(view)
+            framing = bytearray()
+            buffers.append(framing)
+    if not framing:
+        buffers.pop()
+    if total > _MAX_MESSAGE_BYTES:
+        raise InvalidInputError(
+            f"ModelInferRequest would be {total} bytes; protobuf messages must stay under 2 GiB"
+            " (send large tensors through shared memory)",
+            value=total,
+        )
+    return EncodedMessage(tuple(buffers), total)
+
+
+def serialize_infer_request(request: WireInferRequest) -> bytes:
+    """Encode a ``ModelInferRequest`` into one ``bytes`` (what grpcio sends)."""
+    return encode_infer_request(request).tobytes()
+
+
+# ------------------------------------------------------------------------------ decoder
+#
+# Every function takes the buffer, a position and the end of the enclosing message, and
+# checks each read against that end, so a length that overruns its parent is an error
+# rather than a read into the next field. `buf` is the received bytes (fast indexing) and
+# `view` a memoryview of it (zero-copy slicing); both are the same memory.
+
+_Buffer = bytes | memoryview
+
+
+def _fail(problem: str, where: str, offset: int) -> ProtocolError:
+    return ProtocolError(f"malformed {where}: {problem} at byte {offset}")
+
+
+def _varint(buf: _Buffer, pos: int, end: int, where: str) -> tuple[int, int]:
+    if pos < end:
+        byte = buf[pos]
+        if byte < 0x80:
+            return byte, pos + 1
+    start = pos
+    result = 0
+    shift = 0
+    while True:
+        if pos >= end:
+            raise _fail("truncated varint", where, start)
+        byte = buf[pos]
+        pos += 1
+        result |= (byte & 0x7F) << shift
+        if byte < 0x80:
+            # Bits past 64 in a 10th byte are dropped, as protobuf does.
+            return result & _MASK64, pos
+        shift += 7
+        if shift == 70:
+            raise _fail("varint longer than 10 bytes", where, start)
+
+
+def _tag(buf: _Buffer, pos: int, end: int, where: str) -> tuple[int, int]:
+    byte = buf[pos]
+    if byte < 0x80:
+        return byte, pos + 1
+    start = pos
+    value, pos = _varint(buf, pos, end, where)
+    # Tags are uint32 in at most 5 bytes (upb and C++ reject anything longer).
+    if pos - start > 5 or value > _MASK32:
+        raise _fail("invalid field tag", where, start)
+    return value, pos
+
+
+def _length(buf: _Buffer, pos: int, end: int, where: str) -> tuple[int, int]:
+    start = pos
+    size, pos = _varint(buf, pos, end, where)
+    if size >= _MAX_MESSAGE_BYTES or size > end - pos:
+        raise _fail(f"length {size} runs past the end of the enclosing message", where, start)
+    return size, pos
+
+
+def _skip(
+    buf: _Buffer, pos: int, end: int, number: int, wire_type: int, depth: int, where: str
+) -> int:
+    """Skip the value of an unknown field of a message; its tag ended at ``pos``."""
+    if number == 0:
+        raise _fail("field number 0", where, pos - 1)
+    return _skip_value(buf, pos, end, number, wire_type, depth, where)
+
+
+def _skip_value(
+    buf: _Buffer, pos: int, end: int, number: int, wire_type: int, depth: int, where: str
+) -> int:
+    if wire_type == _VARINT:
+        return _varint(buf, pos, end, where)[1]
+    if wire_type == _LEN:
+        size, pos = _length(buf, pos, end, where)
+        return pos + size
+    if wire_type in (_I64, _I32):
+        width = 8 if wire_type == _I64 else 4
+        if end - pos < width:
+            raise _fail(f"truncated {width * 8}-bit value", where, pos)
+        return pos + width
+    if wire_type == _SGROUP:
+        return _skip_group(buf, pos, end, number, depth - 1, where)
+    if wire_type == _EGROUP:
+        raise _fail("end-group tag outside a group", where, pos - 1)
+    raise _fail(f"invalid wire type {wire_type}", where, pos - 1)
+
+
+def _skip_group(buf: _Buffer, pos: int, end: int, number: int, depth: int, where: str) -> int:
+    if depth < 0:
+        raise _fail("groups nested too deep", where, pos)
+    while pos < end:
+        tag, pos = _tag(buf, pos, end, where)
+        if tag & 7 == _EGROUP:
+            if tag >> 3 != number:
+                raise _fail("end-group tag does not match its group", where, pos - 1)
+            return pos
+        if tag >> 3 == 0:
+            # Invalid everywhere (protobuf 4.25's upb agrees); recent upb lets it pass
+            # inside a skipped group.
+            raise _fail("field number 0 inside a group", where, pos - 1)
+        pos = _skip_value(buf, pos, end, tag >> 3, tag & 7, depth, where)
+    raise _fail(f"group {number} has no end-group tag", where, end)
+
+
+def _text(view: memoryview, pos: int, size: int, where: str) -> str:
+    try:
+        return str(view[pos : pos + size], "utf-8")
+    except UnicodeDecodeError as exc:
+        raise _fail(f"invalid UTF-8 in a string field ({exc.reason})", where, pos) from None
+
+
+def _enter(depth: int, where: str, pos: int) -> int:
+    depth -= 1
+    if depth < 0:
+        raise _fail("messages nested too deep", where, pos)
+    return depth
+
+
+def _signed64(value: int) -> int:
+    return value - (1 << 64) if value & (1 << 63) else value
+
+
+def _signed32(value: int) -> int:
+    value &= _MASK32
+    return value - (1 << 32) if value & (1 << 31) else value
+
+
+def _decode_param(
+    buf: _Buffer,
+    view: memoryview,
+    pos: int,
+    end: int,
+    current: ParamValue | None,
+    depth: int,
+    where: str,
+) -> ParamValue | None:
+    """InferParameter; ``current`` is the value being merged into (a repeated value field)."""
+    value = current
+    while pos < end:
+        tag, pos = _tag(buf, pos, end, where)
+        if tag == 0x08:  # bool_param
+            raw, pos = _varint(buf, pos, end, where)
+            value = raw != 0
+        elif tag == 0x10:  # int64_param
+            raw, pos = _varint(buf, pos, end, where)
+            value = _signed64(raw)
+        elif tag == 0x1A:  # string_param
+            size, pos = _length(buf, pos, end, where)
+            value = _text(view, pos, size, where)
+            pos += size
+        elif tag == 0x21:  # double_param
+            if end - pos < 8:
+                raise _fail("truncated 64-bit value", where, pos)
+            value = struct.unpack_from("<d", buf, pos)[0]
+            pos += 8
+        elif tag == 0x28:  # uint64_param
+            value, pos = _varint(buf, pos, end, where)
+        else:
+            pos = _skip(buf, pos, end, tag >> 3, tag & 7, depth, where)
+    return value
+
+
+def _decode_param_entry(
+    buf: _Buffer,
+    view: memoryview,
+    pos: int,
+    end: int,
+    params: dict[str, ParamValue | None],
+    depth: int,
+    where: str,
+) -> None:
+    """One ``map<string, InferParameter>`` entry, inserted into ``params``."""
+    key = ""
+    value: ParamValue | None = None
+    clean = True
+    while pos < end:
+        tag, pos = _tag(buf, pos, end, where)
+        if tag == 0x0A:  # key
+            size, pos = _length(buf, pos, end, where)
+            key = _text(view, pos, size, where)
+            pos += size
+        elif tag == 0x12:  # value (repeated occurrences merge)
+            size, pos = _length(buf, pos, end, where)
+            value = _decode_param(
+                buf, view, pos, pos + size, value, _enter(depth, where, pos), f"{where}.value"
+            )
+            pos += size
+        else:
+            pos = _skip(buf, pos, end, tag >> 3, tag & 7, depth, where)
+            clean = False
+    # upb keeps an entry with unknown fields as an unknown field of the parent message
+    # instead of inserting it; the generated classes then do not show it in the map.
+    if clean:
+        params[key] = value
+
+
+class _Contents:
+    """Mutable InferTensorContents while parsing (occurrences of the field merge)."""
+
+    __slots__ = ("bools", "bytes_", "fp32", "fp64", "int32", "int64", "uint32", "uint64")
+
+    def __init__(self) -> None:
+        self.bools: list[bool] = []
+        self.int32: list[int] = []
+        self.int64: list[int] = []
+        self.uint32: list[int] = []
+        self.uint64: list[int] = []
+        self.fp32: list[float] = []
+        self.fp64: list[float] = []
+        self.bytes_: list[bytes] = []
+
+    def freeze(self) -> WireTensorContents:
+        return WireTensorContents(
+            tuple(self.bools),
+            tuple(self.int32),
+            tuple(self.int64),
+            tuple(self.uint32),
+            tuple(self.uint64),
+            tuple(self.fp32),
+            tuple(self.fp64),
+            tuple(self.bytes_),
+        )
+
+
+def _packed_varints(buf: _Buffer, pos: int, end: int, where: str) -> list[int]:
+    values: list[int] = []
+    append = values.append
+    while pos < end:
+        byte = buf[pos]
+        if byte < 0x80:
+            append(byte)
+            pos += 1
+        else:
+            value, pos = _varint(buf, pos, end, where)
+            append(value)
+    return values
+
+
+def _decode_contents(
+    buf: _Buffer, view: memoryview, pos: int, end: int, into: _Contents, depth: int, where: str
+) -> None:
+    while pos < end:
+        tag, pos = _tag(buf, pos, end, where)
+        number, wire_type = tag >> 3, tag & 7
+        if 1 <= number <= 5 and wire_type in (_VARINT, _LEN):
+            values: list[int]
+            if wire_type == _VARINT:
+                value, pos = _varint(buf, pos, end, where)
+                values = [value]
+            else:  # packed
+                size, pos = _length(buf, pos, end, where)
+                values = _packed_varints(buf, pos, pos + size, where)
+                pos += size
+            if number == 1:
+                into.bools.extend(v != 0 for v in values)
+            elif number == 2:
+                into.int32.extend(_signed32(v) for v in values)  # int32: low 32 bits
+            elif number == 3:
+                into.int64.extend(_signed64(v) for v in values)
+            elif number == 4:
+                into.uint32.extend(v & _MASK32 for v in values)
+            else:
+                into.uint64.extend(values)
+        elif (number == 6 and wire_type in (_I32, _LEN)) or (
+            number == 7 and wire_type in (_I64, _LEN)
+        ):
+            width, code = (4, "f") if number == 6 else (8, "d")
+            target = into.fp32 if number == 6 else into.fp64
+            if wire_type == _LEN:  # packed
+                size, pos = _length(buf, pos, end, where)
+                if size % width:
+                    raise _fail(f"packed {code}-array of {size} bytes", where, pos)
+                target.extend(struct.unpack_from(f"<{size // width}{code}", buf, pos))
+                pos += size
+            else:
+                if end - pos < width:
+                    raise _fail(f"truncated {width * 8}-bit value", where, pos)
+                target.append(struct.unpack_from(f"<{code}", buf, pos)[0])
+                pos += width
+        elif tag == 0x42:  # bytes_contents
+            size, pos = _length(buf, pos, end, where)
+            into.bytes_.append(bytes(view[pos : pos + size]))
+            pos += size
+        else:
+            pos = _skip(buf, pos, end, number, wire_type, depth, where)
+
+
+class _Output:
+    """Mutable InferOutputTensor while parsing."""
+
+    __slots__ = ("contents", "datatype", "name", "parameters", "shape")
+
+    def __init__(self) -> None:
+        self.name = ""
+        self.datatype = ""
+        self.shape: list[int] = []
+        self.parameters: dict[str, ParamValue | None] = {}
+        self.contents: _Contents | None = None
+
+    def freeze(self) -> WireOutputTensor:
+        contents = None if self.contents is None else self.contents.freeze()
+        return WireOutputTensor(
+            self.name, self.datatype, tuple(self.shape), self.parameters, contents
+        )
+
+
+def _decode_output(
+    buf: _Buffer, view: memoryview, pos: int, end: int, depth: int, where: str
+) -> _Output:
+    out = _Output()
+    while pos < end:
+        tag, pos = _tag(buf, pos, end, where)
+        if tag == 0x0A:  # name
+            size, pos = _length(buf, pos, end, where)
+            out.name = _text(view, pos, size, where)
+            pos += size
+        elif tag == 0x12:  # datatype
+            size, pos = _length(buf, pos, end, where)
+            out.datatype = _text(view, pos, size, where)
+            pos += size
+        elif tag == 0x1A:  # shape, packed
+            size, pos = _length(buf, pos, end, where)
+            out.shape.extend(_signed64(v) for v in _packed_varints(buf, pos, pos + size, where))
+            pos += size
+        elif tag == 0x18:  # shape, unpacked
+            value, pos = _varint(buf, pos, end, where)
+            out.shape.append(_signed64(value))
+        elif tag == 0x22:  # parameters entry
+            size, pos = _length(buf, pos, end, where)
+            _decode_param_entry(
+                buf,
+                view,
+                pos,
+                pos + size,
+                out.parameters,
+                _enter(depth, where, pos),
+                f"{where}.parameters",
+            )
+            pos += size
+        elif tag == 0x2A:  # contents
+            size, pos = _length(buf, pos, end, where)
+            if out.contents is None:
+                out.contents = _Contents()
+            _decode_contents(
+                buf,
+                view,
+                pos,
+                pos + size,
+                out.contents,
+                _enter(depth, where, pos),
+                f"{where}.contents",
+            )
+            pos += size
+        else:
+            pos = _skip(buf, pos, end, tag >> 3, tag & 7, depth, where)
+    return out
+
+
+class _Response:
+    """Mutable ModelInferResponse while parsing (a repeated infer_response merges)."""
+
+    __slots__ = ("id", "model_name", "model_version", "outputs", "parameters", "raw")
+
+    def __init__(self) -> None:
+        self.model_name = ""
+        self.model_version = ""
+        self.id = ""
+        self.parameters: dict[str, ParamValue | None] = {}
+        self.outputs: list[_Output] = []
+        self.raw: list[memoryview] = []
+
+    def freeze(self) -> WireInferResponse:
+        return WireInferResponse(
+            self.model_name,
+            self.model_version,
+            self.id,
+            self.parameters,
+            tuple(o.freeze() for o in self.outputs),
+            tuple(self.raw),
+        )
+
+
+def _decode_response(
+    buf: _Buffer, view: memoryview, pos: int, end: int, into: _Response, depth: int, where: str
+) -> None:
+    while pos < end:
+        tag, pos = _tag(buf, pos, end, where)
+        if tag == 0x32:  # raw_output_contents: a view, not a copy
+            size, pos = _length(buf, pos, end, where)
+            into.raw.append(view[pos : pos + size])
+            pos += size
+        elif tag == 0x0A or tag == 0x12 or tag == 0x1A:  # model_name, model_version, id
+            size, pos = _length(buf, pos, end, where)
+            text = _text(view, pos, size, where)
+            pos += size
+            if tag == 0x0A:
+                into.model_name = text
+            elif tag == 0x12:
+                into.model_version = text
+            else:
+                into.id = text
+        elif tag == 0x22:  # parameters entry
+            size, pos = _length(buf, pos, end, where)
+            _decode_param_entry(
+                buf,
+                view,
+                pos,
+                pos + size,
+                into.parameters,
+                _enter(depth, where, pos),
+                f"{where}.parameters",
+            )
+            pos += size
+        elif tag == 0x2A:  # outputs
+            size, pos = _length(buf, pos, end, where)
+            into.outputs.append(
+                _decode_output(
+                    buf,
+                    view,
+                    pos,
+                    pos + size,
+                    _enter(depth, where, pos),
+                    f"{where}.outputs[{len(into.outputs)}]",
+                )
+            )
+            pos += size
+        else:
+            pos = _skip(buf, pos, end, tag >> 3, tag & 7, depth, where)
+
+
+def _as_buffers(data: BytesLike) -> tuple[_Buffer, memoryview]:
+    view = memoryview(data)
+    if not view.c_contiguous:
+        raise InvalidInputError("a message to decode must be a C-contiguous buffer", value=data)
+    if view.ndim != 1 or view.itemsize != 1:
+        view = view.cast("B")
+    # Indexing bytes is faster than indexing a memoryview; both address the same memory.
+    return (data if type(data) is bytes else view), view
+
+
+def decode_infer_response(data: BytesLike) -> WireInferResponse:
+    """Decode a serialized ``ModelInferResponse``.
+
+    ``raw_output_contents`` are memoryview slices of ``data`` (no copy); everything else
+    is decoded into plain Python values. Raises :class:`~kserve_v2.errors.ProtocolError`
+    if ``data`` is not a valid encoding (and
+    :class:`~kserve_v2.errors.InvalidInputError` if it is not a contiguous buffer).
+    """
+    buf, view = _as_buffers(data)
+    response = _Response()
+    _decode_response(buf, view, 0, len(view), response, _MAX_DEPTH, "ModelInferResponse")
+    return response.freeze()
+
+
+def decode_stream_infer_response(data: BytesLike) -> WireStreamResponse:
+    """Decode a serialized ``ModelStreamInferResponse`` (see :func:`decode_infer_response`)."""
+    buf, view = _as_buffers(data)
+    end = len(view)
+    where = "ModelStreamInferResponse"
+    error_message = ""
+    response: _Response | None = None
+    pos = 0
+    while pos < end:
+        tag, pos = _tag(buf, pos, end, where)
+        if tag == 0x0A:  # error_message
+            size, pos = _length(buf, pos, end, where)
+            error_message = _text(view, pos, size, where)
+            pos += size
+        elif tag == 0x12:  # infer_response (repeated occurrences merge)
+            size, pos = _length(buf, pos, end, where)
+            if response is None:
+                response = _Response()
+            _decode_response(
+                buf,
+                view,
+                pos,
+                pos + size,
+                response,
+                _enter(_MAX_DEPTH, where, pos),
+                f"{where}.infer_response",
+            )
+            pos += size
+        else:
+            pos = _skip(buf, pos, end, tag >> 3, tag & 7, _MAX_DEPTH, where)
+    return WireStreamResponse(error_message, None if response is None else response.freeze())
