@@ -186,24 +186,54 @@ def element_count(shape: Sequence[int]) -> int:
 
 
 def float32_to_bf16_bits(values: npt.ArrayLike) -> npt.NDArray[np.uint16]:
-    """Round float32 values to bfloat16 (round to nearest, ties to even) and return the bits.
+    """Round float values to bfloat16 (round to nearest, ties to even) and return the bits.
 
     NaN stays NaN (quiet, sign kept); infinities stay infinite; values past the largest
-    bfloat16 round to infinity, as IEEE rounding requires.
+    bfloat16 round to infinity, as IEEE rounding requires. Wider floats (float64) are rounded
+    once, not through float32 first.
     """
-    f32 = np.asarray(values, dtype=np.float32)
-    bits = f32.view(np.uint32).astype(np.uint64)
+    array = np.asarray(values)
+    shape = array.shape
+    # 1-D and typed constants throughout: numpy 1.x promotes 0-d arrays with Python ints by
+    # value (uint64 + int -> float64), which would corrupt the bits.
+    array = array.reshape(-1)
+    if array.dtype.kind == "f" and array.dtype.itemsize > 4:
+        bits = _to_float32_bits_round_to_odd(array).astype(np.uint64)
+        f32 = bits.astype(np.uint32).view(np.float32)
+    else:
+        f32 = np.asarray(array, dtype=np.float32)
+        bits = f32.view(np.uint32).astype(np.uint64)
+    sixteen = np.uint64(16)
     # Adding 0x7FFF plus the lowest kept bit rounds half-way cases towards the even result.
-    rounded = (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16
+    rounded = (bits + np.uint64(0x7FFF) + ((bits >> sixteen) & np.uint64(1))) >> sixteen
     nan = np.isnan(f32)
     if nan.any():
-        rounded = np.where(nan, (bits >> 16) | 0x0040, rounded)
-    return rounded.astype(np.uint16)
+        rounded = np.where(nan, (bits >> sixteen) | np.uint64(0x0040), rounded)
+    return rounded.astype(np.uint16).reshape(shape)
+
+
+def _to_float32_bits_round_to_odd(wide: npt.NDArray[Any]) -> npt.NDArray[Any]:
+    """float32 bits of wider floats, rounded to odd.
+
+    Rounding to nearest twice (float64 -> float32 -> bfloat16) can land on a false tie; rounding
+    to odd first keeps the information the second rounding needs, because float32 has more than
+    two bits beyond bfloat16's precision.
+    """
+    with np.errstate(over="ignore"):
+        nearest = wide.astype(np.float32)
+    back = nearest.astype(wide.dtype)
+    inexact = np.isfinite(wide) & (back != wide)
+    # Float bits are sign and magnitude: one less is the next value towards zero.
+    towards_zero = inexact & (np.abs(back) > np.abs(wide))
+    bits: npt.NDArray[Any] = nearest.view(np.uint32) - towards_zero.astype(np.uint32)
+    bits |= inexact.astype(np.uint32)
+    return bits
 
 
 def bf16_bits_to_float32(bits: npt.NDArray[np.uint16]) -> npt.NDArray[np.float32]:
     """Widen bfloat16 bit patterns to float32 (exact)."""
-    return (bits.astype(np.uint32) << 16).view(np.float32)
+    wide = np.asarray(bits).reshape(-1).astype(np.uint32) << np.uint32(16)
+    return wide.view(np.float32).reshape(np.shape(bits))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -214,7 +244,13 @@ def _as_bytes_element(value: Any) -> bytes:
     if isinstance(value, bytes):
         return value
     if isinstance(value, str):
-        return value.encode("utf-8")
+        try:
+            return value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise InvalidInputError(
+                f"BYTES element {value!r:.80} is not encodable as UTF-8 (lone surrogate)",
+                value=value,
+            ) from None
     if isinstance(value, (bytearray, memoryview)):
         return bytes(value)
     raise InvalidInputError(
@@ -334,9 +370,11 @@ def deserialize(buffer: BytesLike, datatype: Datatype, shape: Sequence[int]) -> 
     """
     count = element_count(shape)
     if datatype is Datatype.BYTES:
-        out = np.empty(count, dtype=object)
-        out[:] = deserialize_bytes_elements(buffer, count)
-        return out.reshape(shape)
+        # Parse first: the elements present bound the allocation, not the (peer-given) shape.
+        elements = deserialize_bytes_elements(buffer, count)
+        out = np.empty(len(elements), dtype=object)
+        out[:] = elements
+        return _shaped(out, shape, datatype)
     itemsize = _ITEMSIZE[datatype]
     assert itemsize is not None
     nbytes = memoryview(buffer).nbytes
@@ -349,9 +387,21 @@ def deserialize(buffer: BytesLike, datatype: Datatype, shape: Sequence[int]) -> 
         bits = np.frombuffer(buffer, dtype="<u2", count=count)
         bf16 = _bfloat16_dtype()
         if bf16 is not None:
-            return bits.view(bf16).reshape(shape)
-        return bf16_bits_to_float32(bits).reshape(shape)
-    return np.frombuffer(buffer, dtype=_WIRE_DTYPE[datatype], count=count).reshape(shape)
+            return _shaped(bits.view(bf16), shape, datatype)
+        return _shaped(bf16_bits_to_float32(bits), shape, datatype)
+    return _shaped(np.frombuffer(buffer, dtype=_WIRE_DTYPE[datatype], count=count), shape, datatype)
+
+
+def _shaped(flat: npt.NDArray[Any], shape: Sequence[int], datatype: Datatype) -> npt.NDArray[Any]:
+    """``flat`` reshaped; shapes numpy cannot represent (over 64 dimensions, dimensions past
+    the address space, even with zero elements) are the peer's error, not a crash."""
+    try:
+        return flat.reshape(shape)
+    except (ValueError, OverflowError):
+        raise ProtocolError(
+            f"{datatype.value} tensor shape {list(shape)!r:.120} cannot be represented",
+            value=shape,
+        ) from None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -393,21 +443,28 @@ def to_json_data(array: npt.NDArray[Any], datatype: Datatype) -> list[Any]:
     return flat.tolist()  # type: ignore[no-any-return]
 
 
-def _flatten(data: Any) -> list[Any]:
-    """Flatten nested lists (iteratively: hostile nesting must not exhaust the stack)."""
+def _flatten(data: Any, shape: Sequence[int], name: str) -> list[Any]:
+    """The elements of flat or nested tensor data, in row-major order.
+
+    Data is either flat (a list of elements) or nested exactly as ``shape`` says (the protocol's
+    natural form); nesting that is ragged or disagrees with the shape is refused. The walk is
+    iterative and bounded by ``shape``, so hostile nesting cannot exhaust the stack.
+    """
     if not isinstance(data, list | tuple):
         return [data]
     if not data or not isinstance(data[0], list | tuple):
         return list(data)
-    out: list[Any] = []
-    stack: list[Any] = [data]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, list | tuple):
-            stack.extend(reversed(item))
-        else:
-            out.append(item)
-    return out
+    level: list[Any] = [data]
+    for dim in shape:
+        below: list[Any] = []
+        for item in level:
+            if not isinstance(item, list | tuple) or len(item) != dim:
+                raise ProtocolError(
+                    f"tensor {name!r}: nested data does not have the shape {list(shape)!r:.80}"
+                )
+            below.extend(item)
+        level = below
+    return level
 
 
 def _bad(name: str, datatype: Datatype, value: Any) -> ProtocolError:
@@ -444,38 +501,34 @@ def from_json_data(
 def _from_json_data(
     data: Any, datatype: Datatype, shape: Sequence[int], name: str
 ) -> npt.NDArray[Any]:
-    flat = _flatten(data)
+    flat = _flatten(data, shape, name)
     count = element_count(shape)
     if len(flat) != count:
         raise ProtocolError(
-            f"tensor {name!r}: shape {list(shape)} needs {count} element(s), data has {len(flat)}"
+            f"tensor {name!r}: shape {list(shape)!r:.80} needs {count} element(s), "
+            f"data has {len(flat)}"
         )
     if datatype is Datatype.BYTES:
         out = np.empty(count, dtype=object)
         for i, value in enumerate(flat):
             if isinstance(value, str):
-                out[i] = value.encode("utf-8")
+                try:
+                    out[i] = value.encode("utf-8")
+                except UnicodeEncodeError:  # a lone surrogate ("\ud800" is valid JSON)
+                    raise _bad(name, datatype, value) from None
             elif isinstance(value, bytes):
                 out[i] = value
             else:
                 raise _bad(name, datatype, value)
-        return out.reshape(shape)
+        return _shaped(out, shape, datatype)
     if datatype is Datatype.BOOL:
         for value in flat:
             if type(value) is not bool and not (type(value) is int and value in (0, 1)):
                 raise _bad(name, datatype, value)
-        return np.array(flat, dtype=np.bool_).reshape(shape)
+        return _shaped(np.array(flat, dtype=np.bool_), shape, datatype)
     wire = _WIRE_DTYPE.get(datatype)
     if datatype is Datatype.BF16 or (wire is not None and wire.kind == "f"):
-        for value in flat:
-            if type(value) not in (float, int):
-                raise _bad(name, datatype, value)
-        f32_or_more = np.array(flat, dtype=np.float64 if datatype is Datatype.FP64 else np.float32)
-        if datatype is Datatype.BF16:
-            return deserialize(
-                float32_to_bf16_bits(f32_or_more).reshape(-1).view(np.uint8).data, datatype, shape
-            )
-        return f32_or_more.astype(wire, copy=False).reshape(shape)
+        return _shaped(_floats_from_json(flat, datatype, name), shape, datatype)
     assert wire is not None
     info = np.iinfo(wire)
     for value in flat:
@@ -486,4 +539,31 @@ def _from_json_data(
         raise ProtocolError(
             f"tensor {name!r}: value {bad} is out of range for {datatype.value}", value=bad
         )
-    return np.array(flat, dtype=wire).reshape(shape)
+    return _shaped(np.array(flat, dtype=wire), shape, datatype)
+
+
+def _floats_from_json(flat: list[Any], datatype: Datatype, name: str) -> npt.NDArray[Any]:
+    """A flat float array of ``datatype``; finite values too large for it are refused (they
+    would silently become infinity)."""
+    for value in flat:
+        if type(value) not in (float, int):
+            raise _bad(name, datatype, value)
+    try:
+        exact = np.array(flat, dtype=np.float64)
+    except OverflowError:  # an integer beyond float64
+        raise ProtocolError(
+            f"tensor {name!r}: an integer is out of range for {datatype.value}"
+        ) from None
+    if datatype is Datatype.BF16:
+        bits = float32_to_bf16_bits(exact)
+        out = deserialize(bits.view(np.uint8).data, datatype, (len(flat),))
+    else:
+        with np.errstate(over="ignore"):
+            out = exact.astype(_WIRE_DTYPE[datatype])
+    overflowed = np.isinf(out) & ~np.isinf(exact)
+    if overflowed.any():
+        bad = exact[overflowed][0].item()
+        raise ProtocolError(
+            f"tensor {name!r}: value {bad!r} is out of range for {datatype.value}", value=bad
+        )
+    return out

@@ -1,0 +1,217 @@
+"""Shared fixtures: the live Triton server(s) the integration tests talk to.
+
+* ``triton`` (session): one :class:`TritonServer` on ``tests/models``, every model loaded.
+* ``triton_factory`` (session): starts further servers with other options (explicit model
+  control, restricted APIs, gRPC TLS, ...) and stops them all at the end of the session.
+* ``tls_certs`` (session): a throw-away CA plus server and client certificates.
+
+Tests that use ``triton``/``triton_factory``/``triton_env`` are marked ``integration``
+automatically (``pytest -m "not integration"`` runs the rest). Without the server environment
+(``.venv-triton``) they are skipped with a hint, unless ``CI`` is set: then they fail, so CI
+cannot go green by skipping them.
+"""
+
+from __future__ import annotations
+
+import datetime
+import functools
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kserve_v2.testing import (
+    TritonEnvironment,
+    TritonEnvNotFoundError,
+    TritonServer,
+    find_triton_env,
+)
+
+MODELS_DIR = Path(__file__).resolve().parent / "models"
+"""The test model repository."""
+
+_INTEGRATION_FIXTURES = frozenset({"triton", "triton_factory", "triton_env"})
+
+
+def _in_ci() -> bool:
+    return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
+
+
+@functools.lru_cache(maxsize=1)
+def _env_problem() -> str | None:
+    """Why the server environment is unusable, or None; looked up once per session."""
+    try:
+        find_triton_env()
+    except TritonEnvNotFoundError as exc:
+        return str(exc)
+    return None
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        fixtures = set(getattr(item, "fixturenames", ()))
+        if fixtures & _INTEGRATION_FIXTURES:
+            item.add_marker(pytest.mark.integration)
+    needs_server = [item for item in items if item.get_closest_marker("integration")]
+    if not needs_server or _in_ci():
+        return  # in CI the fixture fails instead, with the same message
+    problem = _env_problem()
+    if problem is not None:
+        skip = pytest.mark.skip(reason=f"needs the Triton server environment: {problem}")
+        for item in needs_server:
+            item.add_marker(skip)
+
+
+@pytest.fixture(scope="session")
+def triton_env() -> TritonEnvironment:
+    """The server environment; fails in CI and skips elsewhere when it is missing."""
+    try:
+        return find_triton_env()
+    except TritonEnvNotFoundError as exc:
+        message = f"needs the Triton server environment: {exc}"
+        if _in_ci():
+            pytest.fail(message, pytrace=False)
+        pytest.skip(message)
+
+
+@pytest.fixture(scope="session")
+def triton(
+    triton_env: TritonEnvironment, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[TritonServer]:
+    """One server with every model of ``tests/models`` loaded, shared by the whole session.
+
+    Its log goes to pytest's temporary directory (kept for the last few runs) so a failing
+    run can be inspected afterwards.
+    """
+    log_file = tmp_path_factory.mktemp("triton") / "tritonserver.log"
+    server = TritonServer(MODELS_DIR, env=triton_env.root, log_file=log_file)
+    with server:
+        yield server
+
+
+class TritonFactory:
+    """Starts extra servers for a test session; :meth:`stop_all` ends them all."""
+
+    def __init__(self, env: TritonEnvironment, log_dir: Path) -> None:
+        self._env = env
+        self._log_dir = log_dir
+        self._servers: list[TritonServer] = []
+
+    def start(
+        self, model_repository: str | os.PathLike[str] = MODELS_DIR, **options: Any
+    ) -> TritonServer:
+        """Start a server (see :class:`TritonServer` for ``options``); stopping it early with
+        ``server.stop()`` is allowed."""
+        options.setdefault("env", self._env.root)
+        options.setdefault("log_file", self._log_dir / f"tritonserver-{len(self._servers)}.log")
+        server = TritonServer(model_repository, **options)
+        self._servers.append(server)
+        return server.start()
+
+    def stop_all(self) -> None:
+        servers, self._servers = self._servers, []
+        for server in servers:
+            server.stop()
+
+
+@pytest.fixture(scope="session")
+def triton_factory(
+    triton_env: TritonEnvironment, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[TritonFactory]:
+    """Start servers with other options: ``triton_factory.start(model_control_mode=...)``."""
+    factory = TritonFactory(triton_env, tmp_path_factory.mktemp("triton-extra"))
+    try:
+        yield factory
+    finally:
+        factory.stop_all()
+
+
+@dataclass(frozen=True)
+class TLSCerts:
+    """PEM files of a throw-away CA and the certificates it signed (valid for localhost and
+    127.0.0.1)."""
+
+    ca_cert: Path
+    server_cert: Path
+    server_key: Path
+    client_cert: Path
+    client_key: Path
+
+
+@pytest.fixture(scope="session")
+def tls_certs(tmp_path_factory: pytest.TempPathFactory) -> TLSCerts:
+    """A CA plus a server and a client certificate, made with ``cryptography``."""
+    pytest.importorskip("cryptography")
+    import ipaddress
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+    directory = tmp_path_factory.mktemp("tls")
+    now = datetime.datetime.now(datetime.timezone.utc)
+
+    def name(common_name: str) -> x509.Name:
+        return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
+
+    def write_key(key: ec.EllipticCurvePrivateKey, path: Path) -> Path:
+        path.write_bytes(
+            key.private_bytes(
+                serialization.Encoding.PEM,
+                serialization.PrivateFormat.PKCS8,
+                serialization.NoEncryption(),
+            )
+        )
+        return path
+
+    def write_cert(cert: x509.Certificate, path: Path) -> Path:
+        path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+        return path
+
+    ca_key = ec.generate_private_key(ec.SECP256R1())
+    ca_cert = (
+        x509.CertificateBuilder()
+        .subject_name(name("kserve-v2 test CA"))
+        .issuer_name(name("kserve-v2 test CA"))
+        .public_key(ca_key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(ca_key, hashes.SHA256())
+    )
+
+    def leaf(
+        common_name: str, usage: x509.ObjectIdentifier
+    ) -> tuple[x509.Certificate, ec.EllipticCurvePrivateKey]:
+        key = ec.generate_private_key(ec.SECP256R1())
+        alt_names = x509.SubjectAlternativeName(
+            [x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]
+        )
+        cert = (
+            x509.CertificateBuilder()
+            .subject_name(name(common_name))
+            .issuer_name(ca_cert.subject)
+            .public_key(key.public_key())
+            .serial_number(x509.random_serial_number())
+            .not_valid_before(now - datetime.timedelta(minutes=5))
+            .not_valid_after(now + datetime.timedelta(days=1))
+            .add_extension(alt_names, critical=False)
+            .add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
+            .sign(ca_key, hashes.SHA256())
+        )
+        return cert, key
+
+    server_cert, server_key = leaf("localhost", ExtendedKeyUsageOID.SERVER_AUTH)
+    client_cert, client_key = leaf("kserve-v2 test client", ExtendedKeyUsageOID.CLIENT_AUTH)
+    return TLSCerts(
+        ca_cert=write_cert(ca_cert, directory / "ca.pem"),
+        server_cert=write_cert(server_cert, directory / "server.pem"),
+        server_key=write_key(server_key, directory / "server.key"),
+        client_cert=write_cert(client_cert, directory / "client.pem"),
+        client_key=write_key(client_key, directory / "client.key"),
+    )
