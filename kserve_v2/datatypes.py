@@ -209,7 +209,8 @@ def float32_to_bf16_bits(values: npt.ArrayLike) -> npt.NDArray[np.uint16]:
     nan = np.isnan(f32)
     if nan.any():
         rounded = np.where(nan, (bits >> sixteen) | np.uint64(0x0040), rounded)
-    return rounded.astype(np.uint16).reshape(shape)
+    out: npt.NDArray[np.uint16] = rounded.astype(np.uint16).reshape(shape)
+    return out
 
 
 def _to_float32_bits_round_to_odd(wide: npt.NDArray[Any]) -> npt.NDArray[Any]:
@@ -233,7 +234,8 @@ def _to_float32_bits_round_to_odd(wide: npt.NDArray[Any]) -> npt.NDArray[Any]:
 def bf16_bits_to_float32(bits: npt.NDArray[np.uint16]) -> npt.NDArray[np.float32]:
     """Widen bfloat16 bit patterns to float32 (exact)."""
     wide = np.asarray(bits).reshape(-1).astype(np.uint32) << np.uint32(16)
-    return wide.view(np.float32).reshape(np.shape(bits))
+    out: npt.NDArray[np.float32] = wide.view(np.float32).reshape(np.shape(bits))
+    return out
 
 
 # ---------------------------------------------------------------------------------------------

@@ -28,6 +28,7 @@ __all__ = [
     "InferResult",
     "ModelMetadata",
     "OutputTensor",
+    "RepositoryModel",
     "ServerMetadata",
     "TensorMetadata",
 ]
@@ -98,6 +99,11 @@ class InferResult:
 
     def as_str(self, name: str, encoding: str = "utf-8") -> npt.NDArray[Any]:
         """A ``BYTES`` output decoded to an object array of ``str``."""
+        tensor = self.output(name)
+        if tensor.datatype != "BYTES":
+            raise InvalidInputError(
+                f"output {name!r} is {tensor.datatype}, not BYTES: use as_numpy()", value=name
+            )
         return to_str_array(self.as_numpy(name), encoding)
 
     def as_dict(self) -> dict[str, npt.NDArray[Any]]:
@@ -148,3 +154,17 @@ class ModelMetadata:
     versions: tuple[str, ...] = ()
     inputs: tuple[TensorMetadata, ...] = ()
     outputs: tuple[TensorMetadata, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class RepositoryModel:
+    """One entry of the model repository index (repository extension).
+
+    ``state`` is e.g. ``"READY"``, ``"UNAVAILABLE"``, ``"LOADING"`` (empty when unknown);
+    ``reason`` explains an unavailable state.
+    """
+
+    name: str
+    version: str = ""
+    state: str = ""
+    reason: str = ""

@@ -41,6 +41,14 @@ def _check_name(name: object, what: str) -> str:
     return name
 
 
+def _check_binary(binary: object, name: str) -> bool | None:
+    if binary is not None and not isinstance(binary, bool):
+        raise InvalidInputError(
+            f"{name!r}: binary must be True, False or None, got {binary!r}", value=binary
+        )
+    return binary
+
+
 def _check_shape(shape: object) -> tuple[int, ...]:
     if isinstance(shape, (str, bytes)) or not isinstance(shape, Sequence | np.ndarray):
         raise InvalidInputError(f"shape must be a sequence of integers, got {shape!r}", value=shape)
@@ -110,7 +118,12 @@ def _array_from_data(data: Any, datatype: Datatype | None) -> tuple[npt.NDArray[
     if isinstance(data, np.generic):
         return _array_from_data(np.asarray(data), datatype)
     if datatype is None:
-        probe = np.asarray(data)
+        try:
+            probe = np.asarray(data)
+        except ValueError as exc:  # ragged nesting, among others
+            raise InvalidInputError(
+                f"cannot make a tensor of this data: {exc}", value=data
+            ) from None
         if probe.dtype.kind in "SU":
             datatype = Datatype.BYTES
         elif probe.dtype.kind == "O":
@@ -192,7 +205,7 @@ class InferInput:
     ) -> None:
         self.name = _check_name(name, "input")
         dt = None if datatype is None else Datatype.parse(datatype)
-        self.binary = binary
+        self.binary = _check_binary(binary, name)
         self.parameters = validate_parameters(
             parameters, where="input", allow_reserved=allow_reserved
         )
@@ -280,7 +293,7 @@ class RequestedOutput:
                 f"output {name!r}: class_count must be a non-negative integer, got {class_count!r}",
                 value=class_count,
             )
-        self.binary = binary
+        self.binary = _check_binary(binary, name)
         self.class_count = class_count
         self.parameters = validate_parameters(
             parameters, where="output", allow_reserved=allow_reserved

@@ -34,6 +34,10 @@ def compress(parts: Sequence[BytesLike], encoding: str, level: int = 6) -> bytes
             f"unsupported compression {encoding!r}; use one of {SUPPORTED_ENCODINGS}",
             value=encoding,
         )
+    if isinstance(level, bool) or not isinstance(level, int) or not -1 <= level <= 9:
+        raise InvalidInputError(
+            f"compression level must be an integer from -1 to 9, got {level!r}", value=level
+        )
     compressor = zlib.compressobj(level, zlib.DEFLATED, wbits)
     chunks = [compressor.compress(part) for part in parts]
     chunks.append(compressor.flush())
@@ -43,8 +47,9 @@ def compress(parts: Sequence[BytesLike], encoding: str, level: int = 6) -> bytes
 def decompress(body: BytesLike, encoding: str, *, max_size: int | None = None) -> bytes:
     """Undo a ``Content-Encoding``; ``identity`` (or empty) returns the body unchanged.
 
-    A body that does not decode, or that would inflate past ``max_size`` bytes, raises
-    :class:`ProtocolError`.
+    A gzip body may hold several members (RFC 1952); they decode to their concatenation.
+    A body that does not decode, has bytes after its end, or would inflate past ``max_size``
+    bytes raises :class:`ProtocolError`.
     """
     coding = encoding.strip().lower()
     if coding in ("", "identity"):
@@ -55,17 +60,38 @@ def decompress(body: BytesLike, encoding: str, *, max_size: int | None = None) -
     candidates = (wbits, -zlib.MAX_WBITS) if coding == "deflate" else (wbits,)
     last: zlib.error | None = None
     for bits in candidates:
-        decompressor = zlib.decompressobj(bits)
         try:
-            out = decompressor.decompress(body, max_size or 0)
+            return _inflate(body, coding, bits, max_size)
         except zlib.error as exc:
             last = exc
-            continue
-        if decompressor.unconsumed_tail:
-            raise ProtocolError(
-                f"{coding} body inflates past the {max_size}-byte limit", value=max_size
-            )
+    raise ProtocolError(f"{coding} body does not decode: {last}") from last
+
+
+def _inflate(body: BytesLike, coding: str, wbits: int, max_size: int | None) -> bytes:
+    """Inflate every stream of ``body`` (several only for gzip); zlib.error if one is broken."""
+    out: list[bytes] = []
+    produced = 0
+    rest: BytesLike = body
+    while True:
+        decompressor = zlib.decompressobj(wbits)
+        if max_size is None:
+            chunk = decompressor.decompress(rest)
+        else:
+            # One byte of room past the limit tells "exactly max_size" from "more".
+            chunk = decompressor.decompress(rest, max_size - produced + 1)
+            if produced + len(chunk) > max_size:
+                raise ProtocolError(
+                    f"{coding} body inflates past the {max_size}-byte limit", value=max_size
+                )
+        out.append(chunk)
+        produced += len(chunk)
         if not decompressor.eof:
             raise ProtocolError(f"{coding} body is truncated")
-        return out
-    raise ProtocolError(f"{coding} body does not decode: {last}") from last
+        rest = decompressor.unused_data
+        if not rest:
+            return b"".join(out)
+        if coding != "gzip":
+            raise ProtocolError(
+                f"{coding} body has {len(rest)} byte(s) after the end of its stream",
+                value=len(rest),
+            )

@@ -21,11 +21,16 @@ __all__ = ["QueryParams", "RestPaths", "with_query"]
 
 QueryParams = Mapping[str, object] | Sequence[tuple[str, object]]
 
+_SHARED_MEMORY_PREFIX = {"system": "/systemsharedmemory", "cuda": "/cudasharedmemory"}
+
 
 def _segment(value: str, what: str) -> str:
     if not isinstance(value, str) or not value:
         raise InvalidInputError(f"{what} must be a non-empty string, got {value!r}", value=value)
-    # safe="" so that "/" inside a model name cannot change the route.
+    # safe="" so that "/" inside a model name cannot change the route; "." and ".." are
+    # escaped too, or a client or proxy that normalises dot segments would re-route them.
+    if value in (".", ".."):
+        return value.replace(".", "%2E")
     return quote(value, safe="")
 
 
@@ -95,7 +100,11 @@ class RestPaths:
 
     def shared_memory(self, kind: str, action: str, region: str = "") -> str:
         """``kind`` is ``"system"`` or ``"cuda"``; ``action`` is status/register/unregister."""
-        prefix = {"system": "/systemsharedmemory", "cuda": "/cudasharedmemory"}[kind]
+        prefix = _SHARED_MEMORY_PREFIX.get(kind)
+        if prefix is None:
+            raise InvalidInputError(
+                f"shared-memory kind must be 'system' or 'cuda', got {kind!r}", value=kind
+            )
         if region:
             prefix += f"/region/{_segment(region, 'region name')}"
         return self._v2(f"{prefix}/{action}")

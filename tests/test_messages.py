@@ -1,0 +1,171 @@
+"""InferRequest, InferResult and metadata value objects."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import numpy as np
+import pytest
+
+from kserve_v2.errors import InvalidInputError
+from kserve_v2.messages import (
+    InferRequest,
+    InferResult,
+    ModelMetadata,
+    OutputTensor,
+    ServerMetadata,
+    TensorMetadata,
+)
+from kserve_v2.tensors import InferInput, SharedMemoryPlacement
+
+
+def _bytes_array(*elements: bytes) -> np.ndarray:
+    out = np.empty(len(elements), dtype=object)
+    out[:] = list(elements)
+    return out
+
+
+PROBS = np.array([0.25, 0.75], np.float32)
+TEXT = _bytes_array("héllo".encode(), b"a\x00")
+RESULT = InferResult(
+    model_name="m",
+    model_version="2",
+    outputs=(
+        OutputTensor("probs", "FP32", (2,), PROBS),
+        OutputTensor("text", "BYTES", (2,), TEXT),
+        OutputTensor(
+            "in_shm",
+            "FP32",
+            (4,),
+            None,
+            SharedMemoryPlacement("output_region", 16).as_parameters(),
+        ),
+    ),
+)
+
+
+def test_output_finds_the_tensor_by_name() -> None:
+    assert RESULT.output("text").datatype == "BYTES"
+
+
+def test_unknown_output_names_the_outputs_there_are() -> None:
+    with pytest.raises(InvalidInputError, match="'probs', 'text', 'in_shm'") as info:
+        RESULT.output("logits")
+    assert info.value.value == "logits"
+    with pytest.raises(InvalidInputError, match=r"\(outputs: none\)"):
+        InferResult("m").as_numpy("logits")
+
+
+def test_as_numpy_returns_the_output_array_itself() -> None:
+    assert RESULT.as_numpy("probs") is PROBS
+
+
+def test_as_numpy_of_a_shared_memory_output_says_where_to_read_it() -> None:
+    with pytest.raises(InvalidInputError, match="output_region"):
+        RESULT.as_numpy("in_shm")
+
+
+def test_as_str_decodes_bytes_outputs_as_utf8() -> None:
+    decoded = RESULT.as_str("text")
+    assert decoded.dtype == object
+    assert decoded.tolist() == ["héllo", "a\x00"]
+    assert RESULT.as_numpy("text").tolist() == ["héllo".encode(), b"a\x00"]  # left as it was
+
+
+def test_as_str_with_another_encoding() -> None:
+    result = InferResult("m", outputs=(OutputTensor("t", "BYTES", (1,), _bytes_array(b"\xe9")),))
+    assert result.as_str("t", encoding="latin-1").tolist() == ["é"]
+    with pytest.raises(UnicodeDecodeError):
+        result.as_str("t")
+
+
+@pytest.mark.parametrize("name", ["logits", "in_shm"])
+def test_as_str_errors_like_as_numpy(name: str) -> None:
+    with pytest.raises(InvalidInputError):
+        RESULT.as_str(name)
+
+
+def test_as_dict_holds_the_outputs_with_data() -> None:
+    assert RESULT.as_dict() == {"probs": PROBS, "text": TEXT}
+
+
+@pytest.mark.parametrize(
+    ("parameters", "final"),
+    [
+        ({"triton_final_response": True}, True),
+        ({"triton_final_response": False}, False),
+        ({}, None),
+        ({"triton_final_response": 1}, None),
+    ],
+)
+def test_final_flag_of_a_streamed_response(parameters: dict[str, Any], final: bool | None) -> None:
+    assert InferResult("m", parameters=parameters).final is final
+
+
+def test_output_repr_leaves_out_the_data() -> None:
+    tensor = OutputTensor("y", "FP32", (100_000,), np.zeros(100_000, np.float32))
+    assert repr(tensor) == "OutputTensor(name='y', datatype='FP32', shape=(100000,), parameters={})"
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        InferRequest("m", (InferInput("x", [1]),)),
+        OutputTensor("y", "FP32", (1,)),
+        RESULT,
+        TensorMetadata("x", "FP32", (-1, 3)),
+        ServerMetadata("triton", "2.50.0"),
+        ModelMetadata("m"),
+    ],
+    ids=lambda v: type(v).__name__,
+)
+def test_messages_are_frozen(value: Any) -> None:
+    field = dataclasses.fields(value)[0].name
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        setattr(value, field, "other")
+
+
+def test_request_defaults() -> None:
+    request = InferRequest("m", ())
+    assert request.outputs == ()
+    assert request.model_version == ""
+    assert request.id == ""
+    assert request.parameters == {}
+
+
+SERVER = ServerMetadata(
+    "triton",
+    "2.50.0",
+    ("binary_tensor_data", "model_repository(unload_dependents)", "statistics"),
+)
+
+
+@pytest.mark.parametrize(
+    ("extension", "supported"),
+    [
+        ("binary_tensor_data", True),
+        ("statistics", True),
+        ("model_repository", True),  # a bare name matches its qualified form
+        ("model_repository(unload_dependents)", True),  # the qualified form matches exactly
+        ("model_repository(other)", False),
+        ("binary", False),  # no prefix matching
+        ("binary_tensor_data_v2", False),
+        ("shared_memory", False),
+        ("", False),
+    ],
+)
+def test_server_supports_what_it_advertises(extension: str, supported: bool) -> None:
+    assert SERVER.supports(extension) is supported
+
+
+def test_server_without_extensions_supports_nothing() -> None:
+    assert not ServerMetadata("s", "1").supports("binary_tensor_data")
+
+
+def test_model_metadata_repr_is_readable() -> None:
+    metadata = ModelMetadata("m", "python", ("1",), inputs=(TensorMetadata("x", "FP32", (-1, 3)),))
+    assert repr(metadata) == (
+        "ModelMetadata(name='m', platform='python', versions=('1',), "
+        "inputs=(TensorMetadata(name='x', datatype='FP32', shape=(-1, 3)),), outputs=())"
+    )
