@@ -1,0 +1,171 @@
+"""The benchmark scenarios and their targets, shared by ``run.py`` and ``workers.py``.
+
+Kept free of heavy imports: the workers import this module before the one client library they
+measure, and nothing else.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = [
+    "CLIENTS",
+    "MIB",
+    "SCENARIOS",
+    "Scenario",
+    "Target",
+    "scenario_by_name",
+]
+
+MIB = 1 << 20
+
+#: The two clients compared, in the order each round runs them.
+CLIENTS = ("kserve-v2", "tritonclient")
+
+
+@dataclass(frozen=True)
+class Target:
+    """A goal for the ratio kserve-v2 / tritonclient of one metric: ``ratio <op> bound``."""
+
+    metric: str
+    op: str  # "<=" or ">="
+    bound: float
+
+    def met(self, ratio: float) -> bool:
+        return ratio <= self.bound if self.op == "<=" else ratio >= self.bound
+
+    def __str__(self) -> str:
+        return f"{'≤' if self.op == '<=' else '≥'} {self.bound:g}x"
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """One workload, run the same way by both clients.
+
+    ``kind``: ``small`` (model ``simple``, two [1,16] INT32 inputs, both outputs binary),
+    ``identity`` (model ``identity_fp32``, one [1, tensor_bytes/4] FP32 tensor in and out,
+    binary) or ``stream`` (model ``repeat_decoupled``, ``stream_repeat`` responses per request
+    over one gRPC stream). ``concurrency`` > 1 runs that many requests in flight with the
+    asyncio clients; 1 runs the synchronous clients one request after the other.
+    ``requests`` / ``quick_requests``: timed operations per worker (requests, or streamed
+    requests for ``stream``), full run / ``--quick``; ``warmup``: untimed ones before them.
+    """
+
+    name: str
+    protocol: str  # "http" or "grpc"
+    kind: str  # "small", "identity" or "stream"
+    description: str
+    requests: int
+    quick_requests: int
+    warmup: int
+    concurrency: int = 1
+    tensor_bytes: int = 0
+    stream_repeat: int = 0
+    targets: tuple[Target, ...] = ()
+
+    @property
+    def model(self) -> str:
+        return {"small": "simple", "identity": "identity_fp32", "stream": "repeat_decoupled"}[
+            self.kind
+        ]
+
+    @property
+    def unit(self) -> str:
+        """What one timed unit is: a request, or one streamed response."""
+        return "response" if self.kind == "stream" else "request"
+
+    @property
+    def large(self) -> bool:
+        """Whether transfer rate and memory are the point (large tensors)."""
+        return self.kind == "identity" and self.tensor_bytes >= MIB
+
+
+def _identity(protocol: str, mib: int, targets: tuple[Target, ...] = ()) -> Scenario:
+    # Fewer requests for bigger tensors: the server (a Python-backend copy) dominates the wall
+    # time, and a few round trips already give a stable client CPU per request.
+    requests, quick = {1: (200, 10), 16: (30, 3), 64: (10, 2)}[mib]
+    return Scenario(
+        name=f"{protocol}-identity-{mib}mib",
+        protocol=protocol,
+        kind="identity",
+        description=f"FP32 identity, {mib} MiB in and out, "
+        + ("binary" if protocol == "http" else "raw contents")
+        + ", sequential",
+        requests=requests,
+        quick_requests=quick,
+        warmup=2 if mib > 1 else 10,
+        tensor_bytes=mib * MIB,
+        targets=targets,
+    )
+
+
+SCENARIOS: tuple[Scenario, ...] = (
+    # -- HTTP/REST (issue 3) -------------------------------------------------------------------
+    Scenario(
+        name="http-small",
+        protocol="http",
+        kind="small",
+        description="`simple`, two [1,16] INT32, binary, sequential (sync clients)",
+        requests=2000,
+        quick_requests=100,
+        warmup=100,
+        targets=(Target("cpu_us", "<=", 0.6),),
+    ),
+    Scenario(
+        name="http-async-16",
+        protocol="http",
+        kind="small",
+        description="`simple`, two [1,16] INT32, binary, 16 in flight (asyncio clients)",
+        requests=4000,
+        quick_requests=200,
+        warmup=64,
+        concurrency=16,
+        targets=(Target("cpu_us", "<=", 0.5),),
+    ),
+    _identity("http", 1),
+    _identity("http", 16),
+    _identity("http", 64, (Target("cpu_us", "<=", 0.5), Target("peak_rss_mib", "<=", 0.7))),
+    # -- gRPC (issue 4) ------------------------------------------------------------------------
+    Scenario(
+        name="grpc-small",
+        protocol="grpc",
+        kind="small",
+        description="`simple`, two [1,16] INT32, sequential (sync clients)",
+        requests=2000,
+        quick_requests=100,
+        warmup=100,
+        targets=(Target("cpu_us", "<=", 0.8),),
+    ),
+    Scenario(
+        name="grpc-async-16",
+        protocol="grpc",
+        kind="small",
+        description="`simple`, two [1,16] INT32, 16 in flight (asyncio clients)",
+        requests=4000,
+        quick_requests=200,
+        warmup=64,
+        concurrency=16,
+    ),
+    _identity("grpc", 1),
+    _identity("grpc", 16),
+    _identity("grpc", 64, (Target("cpu_us", "<=", 0.6), Target("peak_rss_mib", "<=", 0.7))),
+    Scenario(
+        name="grpc-stream",
+        protocol="grpc",
+        kind="stream",
+        description="`repeat_decoupled`, 1000 responses per request over one stream",
+        requests=5,
+        quick_requests=1,
+        warmup=1,
+        stream_repeat=1000,
+        targets=(Target("units_per_s", ">=", 1.5),),
+    ),
+)
+
+
+def scenario_by_name(name: str) -> Scenario:
+    for scenario in SCENARIOS:
+        if scenario.name == name:
+            return scenario
+    known = ", ".join(s.name for s in SCENARIOS)
+    raise KeyError(f"unknown scenario {name!r} (known: {known})")
