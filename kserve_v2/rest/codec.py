@@ -23,7 +23,7 @@ Example::
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -257,11 +257,18 @@ def _split_body(body: BytesLike, header_length: str | int | None) -> tuple[memor
     view = memoryview(body).cast("B") if not isinstance(body, bytes) else memoryview(body)
     if header_length is None:
         return view, view[len(view) :]
+    # Only decimal digits: int() would also take "1_0", "+5" and non-ASCII digits.
+    digits = header_length.strip() if isinstance(header_length, str) else None
     try:
-        length = int(header_length)
-    except (TypeError, ValueError):
+        if type(header_length) is int:
+            length = header_length
+        elif digits is not None and digits.isascii() and digits.isdigit():
+            length = int(digits)
+        else:
+            raise ValueError(header_length)
+    except ValueError:  # also int()'s limit on the number of digits
         raise ProtocolError(
-            f"{HEADER_LENGTH} is not an integer: {header_length!r}", value=header_length
+            f"{HEADER_LENGTH} is not an integer: {header_length!r:.40}", value=header_length
         ) from None
     if not 0 <= length <= len(view):
         raise ProtocolError(
@@ -330,7 +337,12 @@ class _DecodedTensor:
 
 
 def _decode_tensors(
-    entries: object, binary: memoryview, what: str, *, data_optional: bool
+    entries: object,
+    binary: memoryview,
+    what: str,
+    *,
+    data_optional: bool,
+    without_data: Collection[str] = (),
 ) -> list[_DecodedTensor]:
     if not isinstance(entries, list):
         raise ProtocolError(f"{what} must be an array, got {type(entries).__name__}")
@@ -367,7 +379,7 @@ def _decode_tensors(
             offset += size
         elif "data" in entry:
             data = from_json_data(entry["data"], datatype, shape, name=name)
-        elif not data_optional and "shared_memory_region" not in params:
+        elif not (data_optional or name in without_data or "shared_memory_region" in params):
             raise ProtocolError(f"{where} carries no data, binary data or shared-memory region")
         out.append(_DecodedTensor(name, datatype, shape, params, data))
     if offset != len(binary):
@@ -387,15 +399,31 @@ def _optional_str(obj: Mapping[str, Any], key: str, what: str) -> str:
     return value
 
 
-def decode_infer_response(body: BytesLike, header_length: str | int | None = None) -> InferResult:
+def decode_infer_response(
+    body: BytesLike,
+    header_length: str | int | None = None,
+    *,
+    shared_memory: Mapping[str, SharedMemoryPlacement] | None = None,
+) -> InferResult:
     """Decode an inference response body.
 
     ``header_length`` is the ``Inference-Header-Content-Length`` header's value, or ``None``
     when the response had none (pure JSON). Binary outputs become views on ``body``.
+
+    ``shared_memory`` maps the names of outputs the request placed in shared memory to their
+    placement: Triton answers those with no data and no parameters, so they decode with
+    ``data=None`` and the placement's ``shared_memory_*`` parameters filled in.
     """
     head, binary = _split_body(body, header_length)
     obj = decode_json_object(head, "inference response")
-    tensors = _decode_tensors(obj.get("outputs", []), binary, "outputs", data_optional=False)
+    placements = shared_memory or {}
+    tensors = _decode_tensors(
+        obj.get("outputs", []), binary, "outputs", data_optional=False, without_data=placements
+    )
+    for tensor in tensors:
+        placement = placements.get(tensor.name)
+        if tensor.data is None and placement is not None:
+            tensor.parameters = {**placement.as_parameters(), **tensor.parameters}
     return InferResult(
         model_name=_optional_str(obj, "model_name", "inference response"),
         model_version=_optional_str(obj, "model_version", "inference response"),
@@ -426,11 +454,7 @@ def decode_infer_request(
     for t in tensors:
         try:
             if t.data is None:
-                placement = SharedMemoryPlacement(
-                    str(t.parameters.pop("shared_memory_region")),
-                    int(t.parameters.pop("shared_memory_byte_size", 0)),
-                    int(t.parameters.pop("shared_memory_offset", 0)),
-                )
+                placement = _shared_memory_placement(t.parameters, f"input {t.name!r}")
                 inputs.append(
                     InferInput(
                         t.name,
@@ -462,20 +486,27 @@ def decode_infer_request(
         where = f"outputs[{index}]"
         if not isinstance(entry, dict):
             raise ProtocolError(f"{where} must be an object")
+        name = _expect(entry, "name", str, where)
         params = _parameters(entry, where)
+        placement = _shared_memory_placement(params, where)
         binary_flag = params.pop("binary_data", None)
+        if binary_flag is not None and not isinstance(binary_flag, bool):
+            raise ProtocolError(f"{where}: binary_data must be a boolean", value=binary_flag)
         class_count = params.pop("classification", 0)
+        if type(class_count) is not int:
+            raise ProtocolError(f"{where}: classification must be an integer", value=class_count)
         try:
             outputs.append(
                 RequestedOutput(
-                    _expect(entry, "name", str, where),
-                    binary=binary_flag if isinstance(binary_flag, bool) else None,
-                    class_count=int(class_count),
+                    name,
+                    binary=binary_flag,
+                    class_count=class_count,
                     parameters=params,
+                    shared_memory=placement,
                     allow_reserved=True,
                 )
             )
-        except (InvalidInputError, TypeError, ValueError) as exc:
+        except InvalidInputError as exc:
             raise ProtocolError(f"{where}: {exc}") from None
     return InferRequest(
         model_name=model_name,
@@ -484,6 +515,27 @@ def decode_infer_request(
         id=_optional_str(obj, "id", "inference request"),
         parameters=_parameters(obj, "inference request"),
     )
+
+
+def _shared_memory_placement(
+    params: dict[str, ParameterValue], where: str
+) -> SharedMemoryPlacement | None:
+    """Take the ``shared_memory_*`` parameters out of ``params`` (None without a region)."""
+    if "shared_memory_region" not in params:
+        return None
+    region = params.pop("shared_memory_region")
+    byte_size = params.pop("shared_memory_byte_size", 0)
+    offset = params.pop("shared_memory_offset", 0)
+    if not isinstance(region, str) or type(byte_size) is not int or type(offset) is not int:
+        raise ProtocolError(
+            f"{where}: shared_memory_region must be a string, shared_memory_byte_size and "
+            "shared_memory_offset integers",
+            value=(region, byte_size, offset),
+        )
+    try:
+        return SharedMemoryPlacement(region, byte_size, offset)
+    except InvalidInputError as exc:
+        raise ProtocolError(f"{where}: {exc.message}") from None
 
 
 def header_length_of(headers: Mapping[str, str]) -> str | None:
