@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 import numpy as np
 import numpy.typing as npt
@@ -27,6 +27,7 @@ from kserve_v2.datatypes import (
     datatype_of,
     element_count,
     from_json_data,
+    numpy_dtype,
     serialize,
 )
 from kserve_v2.errors import InvalidInputError
@@ -93,6 +94,12 @@ class SharedMemoryPlacement:
         if self.offset:
             params["shared_memory_offset"] = self.offset
         return params
+
+
+# Native-order numpy dtypes of the fixed-size datatypes (BF16 has none without ml_dtypes).
+_NUMERIC_DATATYPES: Final = {
+    numpy_dtype(d): d for d in Datatype if d not in (Datatype.BYTES, Datatype.BF16)
+}
 
 
 def _array_from_data(data: Any, datatype: Datatype | None) -> tuple[npt.NDArray[Any], Datatype]:
@@ -203,6 +210,29 @@ class InferInput:
         shared_memory: SharedMemoryPlacement | None = None,
         allow_reserved: bool = False,
     ) -> None:
+        if (
+            type(data) is np.ndarray
+            and datatype is None
+            and shape is None
+            and parameters is None
+            and shared_memory is None
+            and type(name) is str
+            and name
+            and (binary is None or type(binary) is bool)
+        ):
+            # Fast path for the common call (a plain numeric array, nothing else): every check
+            # the general path makes is implied by the dtype lookup.
+            fast = _NUMERIC_DATATYPES.get(data.dtype)
+            if fast is not None:
+                self.name = name
+                self.datatype = fast
+                self.shape = data.shape
+                self.binary = binary
+                self.parameters = {}
+                self.shared_memory = None
+                self._array = data
+                self._wire = None
+                return
         self.name = _check_name(name, "input")
         dt = None if datatype is None else Datatype.parse(datatype)
         self.binary = _check_binary(binary, name)
@@ -287,6 +317,21 @@ class RequestedOutput:
         shared_memory: SharedMemoryPlacement | None = None,
         allow_reserved: bool = False,
     ) -> None:
+        if (
+            type(name) is str
+            and name
+            and binary is None
+            and class_count == 0
+            and parameters is None
+            and shared_memory is None
+        ):
+            # Fast path: an output asked for by name only (the common case) needs no checks.
+            self.name = name
+            self.binary = None
+            self.class_count = 0
+            self.parameters = {}
+            self.shared_memory = None
+            return
         self.name = _check_name(name, "output")
         if isinstance(class_count, bool) or not isinstance(class_count, int) or class_count < 0:
             raise InvalidInputError(

@@ -72,6 +72,7 @@ BINARY_TYPE: Final = "application/octet-stream"
 _HEADER_LENGTH_LOWER: Final = HEADER_LENGTH.lower()
 # Datatypes with no JSON form: sent binary even when JSON is the default.
 _BINARY_ONLY: Final = frozenset({Datatype.FP16, Datatype.BF16})
+_DATATYPES: Final = {d.value: d for d in Datatype}
 _DUMPS = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode
 
 
@@ -107,7 +108,8 @@ def _tensor_entry(
     blobs: list[BytesLike],
 ) -> dict[str, Any]:
     """One ``$request_input`` / ``$response_output`` object, appending its blob if binary."""
-    entry: dict[str, Any] = {"name": name, "shape": list(shape), "datatype": datatype.value}
+    # ``_value_`` is the member's plain attribute; ``.value`` goes through a slow descriptor.
+    entry: dict[str, Any] = {"name": name, "shape": list(shape), "datatype": datatype._value_}
     params = dict(parameters)
     if array is not None or wire is not None:
         if binary or datatype in _BINARY_ONLY:
@@ -241,7 +243,8 @@ def encode_infer_response(result: InferResult, *, binary: bool = True) -> Encode
 def decode_json_object(data: BytesLike, what: str = "body") -> dict[str, Any]:
     """Parse a JSON object; anything else raises :class:`ProtocolError` saying what was wrong."""
     try:
-        obj = json.loads(bytes(data))
+        # Decoding the view directly saves a copy into bytes; a leading BOM is tolerated.
+        obj = json.loads(str(data, "utf-8-sig"))
     except (UnicodeDecodeError, ValueError) as exc:
         raise ProtocolError(f"{what} is not valid JSON: {exc}", value=bytes(data[:200])) from None
     except RecursionError:
@@ -316,17 +319,6 @@ def _parameters(obj: Mapping[str, Any], what: str) -> dict[str, ParameterValue]:
     return params
 
 
-def _shape(entry: Mapping[str, Any], what: str) -> tuple[int, ...]:
-    shape = _expect(entry, "shape", list, what)
-    for dim in shape:
-        if type(dim) is not int or dim < 0:
-            raise ProtocolError(
-                f"{what}: shape dimensions must be non-negative integers, got {shape!r:.80}",
-                value=shape,
-            )
-    return tuple(shape)
-
-
 @dataclass(slots=True)
 class _DecodedTensor:
     name: str
@@ -334,6 +326,27 @@ class _DecodedTensor:
     shape: tuple[int, ...]
     parameters: dict[str, ParameterValue]
     data: npt.NDArray[Any] | None
+
+
+def _where(what: str, index: int, name: object = None) -> str:
+    """Names an entry in error messages (built only when something is wrong)."""
+    return f"{what}[{index}]" if name is None else f"{what}[{index}] ({name!r})"
+
+
+_PARAMETER_TYPES: Final = frozenset({bool, int, float, str})  # what JSON decoding yields
+
+
+def _checked_parameters(params: object, where: str) -> dict[str, ParameterValue]:
+    if type(params) is not dict:
+        raise ProtocolError(f"{where}: 'parameters' must be an object", value=params)
+    for key, value in params.items():
+        if type(value) not in _PARAMETER_TYPES:
+            raise ProtocolError(
+                f"{where}: parameter {key!r} must be a string, number or boolean, got "
+                f"{type(value).__name__}",
+                value=value,
+            )
+    return params
 
 
 def _decode_tensors(
@@ -344,48 +357,70 @@ def _decode_tensors(
     data_optional: bool,
     without_data: Collection[str] = (),
 ) -> list[_DecodedTensor]:
-    if not isinstance(entries, list):
+    # The hot path of every response: plain type checks, error text built only on failure.
+    if type(entries) is not list:
         raise ProtocolError(f"{what} must be an array, got {type(entries).__name__}")
     out: list[_DecodedTensor] = []
     offset = 0
+    available = len(binary)
     for index, entry in enumerate(entries):
-        where = f"{what}[{index}]"
-        if not isinstance(entry, dict):
-            raise ProtocolError(f"{where} must be an object, got {type(entry).__name__}")
-        name = _expect(entry, "name", str, where)
-        where = f"{what}[{index}] ({name!r})"
-        raw_datatype = _expect(entry, "datatype", str, where)
-        try:
-            datatype = Datatype.parse(raw_datatype)
-        except InvalidInputError:
-            raise ProtocolError(f"{where}: unknown datatype {raw_datatype!r}") from None
-        shape = _shape(entry, where)
-        params = _parameters(entry, where)
+        if type(entry) is not dict:
+            raise ProtocolError(
+                f"{_where(what, index)} must be an object, got {type(entry).__name__}"
+            )
+        name: str = entry.get("name")  # type: ignore[assignment]  # checked next
+        if type(name) is not str:
+            _expect(entry, "name", str, _where(what, index))
+        raw_datatype = entry.get("datatype")
+        datatype = _DATATYPES.get(raw_datatype) if type(raw_datatype) is str else None
+        if datatype is None:
+            _expect(entry, "datatype", str, _where(what, index, name))
+            raise ProtocolError(f"{_where(what, index, name)}: unknown datatype {raw_datatype!r}")
+        shape: list[int] = entry.get("shape")  # type: ignore[assignment]  # checked next
+        if type(shape) is not list:
+            _expect(entry, "shape", list, _where(what, index, name))
+        for dim in shape:
+            if type(dim) is not int or dim < 0:
+                raise ProtocolError(
+                    f"{_where(what, index, name)}: shape dimensions must be non-negative "
+                    f"integers, got {shape!r:.80}",
+                    value=shape,
+                )
+        raw_params = entry.get("parameters")
+        params = (
+            {} if raw_params is None else _checked_parameters(raw_params, _where(what, index, name))
+        )
         data: npt.NDArray[Any] | None = None
         size = params.pop("binary_data_size", None)
         if size is not None:
             if type(size) is not int or size < 0:
-                raise ProtocolError(f"{where}: binary_data_size must be a non-negative integer")
-            if offset + size > len(binary):
                 raise ProtocolError(
-                    f"{where}: binary_data_size {size} at offset {offset} runs past the "
-                    f"{len(binary)} bytes of binary data",
+                    f"{_where(what, index, name)}: binary_data_size must be a non-negative integer",
+                    value=size,
+                )
+            end = offset + size
+            if end > available:
+                raise ProtocolError(
+                    f"{_where(what, index, name)}: binary_data_size {size} at offset {offset} "
+                    f"runs past the {available} bytes of binary data",
                     value=size,
                 )
             try:
-                data = deserialize(binary[offset : offset + size], datatype, shape)
+                data = deserialize(binary[offset:end], datatype, shape)
             except ProtocolError as exc:
-                raise ProtocolError(f"{where}: {exc.message}") from None
-            offset += size
+                raise ProtocolError(f"{_where(what, index, name)}: {exc.message}") from None
+            offset = end
         elif "data" in entry:
             data = from_json_data(entry["data"], datatype, shape, name=name)
         elif not (data_optional or name in without_data or "shared_memory_region" in params):
-            raise ProtocolError(f"{where} carries no data, binary data or shared-memory region")
-        out.append(_DecodedTensor(name, datatype, shape, params, data))
-    if offset != len(binary):
+            raise ProtocolError(
+                f"{_where(what, index, name)} carries no data, binary data or shared-memory region"
+            )
+        out.append(_DecodedTensor(name, datatype, tuple(shape), params, data))
+    if offset != available:
         raise ProtocolError(
-            f"binary data is {len(binary)} bytes but the {what} account for {offset}",
-            value=len(binary),
+            f"binary data is {available} bytes but the {what} account for {offset}",
+            value=available,
         )
     return out
 
@@ -430,7 +465,7 @@ def decode_infer_response(
         id=_optional_str(obj, "id", "inference response"),
         parameters=_parameters(obj, "inference response"),
         outputs=tuple(
-            OutputTensor(t.name, t.datatype.value, t.shape, t.data, t.parameters) for t in tensors
+            OutputTensor(t.name, t.datatype._value_, t.shape, t.data, t.parameters) for t in tensors
         ),
     )
 

@@ -46,11 +46,13 @@ def with_query(target: str, query: QueryParams | None) -> str:
 class RestPaths:
     """Builds request targets; ``base_path`` prefixes every one (servers behind a gateway)."""
 
-    __slots__ = ("base",)
+    __slots__ = ("_infer_targets", "base")
 
     def __init__(self, base_path: str = "") -> None:
         stripped = base_path.strip("/")
         self.base = f"/{quote(stripped, safe='/')}" if stripped else ""
+        # The infer target is built on every request: remember it per (model, version).
+        self._infer_targets: dict[tuple[str, str], str] = {}
 
     def _v2(self, rest: str = "") -> str:
         return f"{self.base}/v2{rest}"
@@ -78,7 +80,13 @@ class RestPaths:
         return self._v2(self._model(name, version) + "/ready")
 
     def model_infer(self, name: str, version: str = "") -> str:
-        return self._v2(self._model(name, version) + "/infer")
+        key = (name, version)
+        target = self._infer_targets.get(key)
+        if target is None:
+            target = self._v2(self._model(name, version) + "/infer")
+            if len(self._infer_targets) < 1024:  # bounded: model names come from callers
+                self._infer_targets[key] = target
+        return target
 
     # Triton extensions
     def model_config(self, name: str, version: str = "") -> str:
