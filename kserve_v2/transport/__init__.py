@@ -1,0 +1,25 @@
+"""Transports: move one HTTP exchange. See :mod:`kserve_v2.transport.base` for the contract."""
+
+from kserve_v2.transport.aio import AsyncHTTPTransport
+from kserve_v2.transport.base import (
+    AsyncStreamingResponse,
+    AsyncTransport,
+    BytesLike,
+    HTTPRequest,
+    HTTPResponse,
+    StreamingResponse,
+    Transport,
+)
+from kserve_v2.transport.stdlib import HTTPTransport
+
+__all__ = [
+    "AsyncHTTPTransport",
+    "AsyncStreamingResponse",
+    "AsyncTransport",
+    "BytesLike",
+    "HTTPRequest",
+    "HTTPResponse",
+    "HTTPTransport",
+    "StreamingResponse",
+    "Transport",
+]

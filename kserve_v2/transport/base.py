@@ -10,7 +10,10 @@ Contract every transport keeps:
   into one bytes object by the transport (large tensors travel as memoryviews of numpy data).
 * The response body is returned fully read and already decompressed when the server used
   ``Content-Encoding: gzip`` or ``deflate``; the ``content-encoding`` header is left as received.
-* Response header names are lower-case.
+* Response header names are lower-case (a repeated header's values are joined with ``", "``).
+* ``HTTPRequest.timeout`` bounds the whole exchange. For ``stream``/``astream`` it bounds
+  connecting, sending and receiving the response head; each later read of the body then waits
+  at most that long for new bytes (an event stream may outlive any whole-request timeout).
 * Failures are raised as :class:`kserve_v2.errors.TransportError`, timeouts as
   :class:`kserve_v2.errors.DeadlineExceededError`; an HTTP error status is *not* an exception
   at this layer.
@@ -41,8 +44,10 @@ class HTTPRequest:
     """One HTTP request, ready to send.
 
     ``target`` is the request target: an absolute path with its query string, already
-    percent-encoded (e.g. ``/v2/models/simple/infer?x=1``). ``timeout`` is the whole-request
-    timeout in seconds (``None``: the transport's default).
+    percent-encoded (e.g. ``/v2/models/simple/infer?x=1``), sent to the origin the transport
+    was created for; or an absolute URL (``http://host:port/path?query``) to send this one
+    request elsewhere. ``timeout`` is the whole-request timeout in seconds (``None``: the
+    transport's default).
     """
 
     method: str

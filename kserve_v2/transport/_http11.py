@@ -1,0 +1,716 @@
+"""Sans-IO HTTP/1.1 client pieces shared by the sync and async transports.
+
+Nothing here touches a socket. The transports drive two objects:
+
+* :func:`serialize_head` turns a request line and headers into the bytes of the request head.
+* :class:`ResponseParser` reads one response at a time. Its interface is the one of
+  :class:`asyncio.BufferedProtocol` on purpose: the I/O side asks :meth:`ResponseParser.get_buffer`
+  where the next bytes should land, receives into it (``socket.recv_into`` or the event loop
+  does it), and reports the count with :meth:`ResponseParser.buffer_updated`. That lets a large
+  ``Content-Length`` body be received straight into its final, preallocated ``bytearray`` with no
+  intermediate copies, in both the sync and the async transport.
+
+Decompression (``gzip`` / ``deflate``) is separate: :func:`decode_body` for a complete body and
+:class:`StreamDecoder` for a streamed one.
+
+Anything malformed raises :class:`kserve_v2.errors.ProtocolError`; the parser never lets an
+``IndexError`` or ``ValueError`` escape.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Sequence
+
+from kserve_v2.errors import InvalidInputError, ProtocolError
+
+__all__ = [
+    "DEFAULT_MAX_HEADER_SIZE",
+    "ResponseParser",
+    "StreamDecoder",
+    "body_length",
+    "decode_body",
+    "serialize_head",
+]
+
+#: Upper bound of a response head (status line + headers) and of any single framing line.
+DEFAULT_MAX_HEADER_SIZE = 64 * 1024
+
+# Methods whose requests carry a Content-Length even when the body is empty (RFC 9110 8.6).
+_BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
+# Request headers the transport writes itself.
+_OWN_HEADERS = frozenset({"host", "content-length", "transfer-encoding"})
+
+_HEXDIGITS = frozenset(b"0123456789abcdefABCDEF")
+_STATUS_CODES = {str(code): code for code in range(100, 1000)}
+_CHUNK_SIZE_DIGITS = 15  # 16**15 bytes is far beyond any real chunk; stops absurd sizes early
+
+# Parser states (plain ints: compared on every buffer_updated call).
+_IDLE = 0
+_HEAD = 1
+_LENGTH = 2  # Content-Length body received straight into the body bytearray
+_LENGTH_STREAM = 3  # Content-Length body handed out piece by piece from the scratch buffer
+_CHUNK_SIZE = 4
+_CHUNK_DATA = 5
+_CHUNK_CRLF = 6
+_TRAILERS = 7
+_UNTIL_EOF = 8
+_DONE = 9
+
+
+def _preview(data: bytes | bytearray | str, limit: int = 80) -> str:
+    text = data if isinstance(data, str) else bytes(data[: limit + 1]).decode("latin-1")
+    return repr(text if len(text) <= limit else text[:limit] + "...")
+
+
+def body_length(body: Sequence[bytes | bytearray | memoryview]) -> int:
+    """Total size in bytes of a request body given as a sequence of buffers."""
+    total = 0
+    for part in body:
+        # len() is the byte count only for bytes/bytearray; a memoryview may be multi-byte typed.
+        kind = type(part)
+        total += len(part) if kind is bytes or kind is bytearray else memoryview(part).nbytes
+    return total
+
+
+def serialize_head(
+    method: str,
+    target: str,
+    host: str,
+    headers: Sequence[tuple[str, str]],
+    content_length: int,
+) -> bytes:
+    """Return the bytes of an HTTP/1.1 request head, ending with the blank line.
+
+    ``host`` is the ``Host`` header value (used unless ``headers`` has one). ``Content-Length``
+    is always written by this function from ``content_length``; a caller-supplied one is
+    ignored.
+
+    Raises :class:`InvalidInputError` for a header or target that would break the framing
+    (CR/LF injection, non-latin-1 text, ``Transfer-Encoding``).
+
+    >>> serialize_head("GET", "/v2/health/ready", "localhost:8000", (), 0)
+    b'GET /v2/health/ready HTTP/1.1\\r\\nHost: localhost:8000\\r\\n\\r\\n'
+    """
+    parts = [method, " ", target, " HTTP/1.1\r\n"]
+    own_host = True
+    lines = 2  # request line + final blank line
+    for name, value in headers:
+        lname = name.lower()
+        if lname in _OWN_HEADERS:
+            if lname == "host":
+                own_host = False
+            elif lname == "transfer-encoding":
+                raise InvalidInputError(
+                    "requests are always sent with Content-Length; "
+                    "a Transfer-Encoding header is not supported",
+                    value=value,
+                )
+            else:  # content-length: always computed from the body
+                continue
+        if not name or ":" in name or " " in name:
+            raise InvalidInputError(f"invalid HTTP header name {name!r}", value=name)
+        parts += (name, ": ", value, "\r\n")
+        lines += 1
+    if own_host:
+        parts += ("Host: ", host, "\r\n")
+        lines += 1
+    if content_length or method in _BODY_METHODS:
+        parts += ("Content-Length: ", str(content_length), "\r\n")
+        lines += 1
+    parts.append("\r\n")
+    text = "".join(parts)
+    # One count over the whole head instead of a check per header: any CR or LF smuggled in a
+    # target, name or value shows up as an extra line break.
+    if text.count("\n") != lines or text.count("\r") != lines or " " in target:
+        _raise_bad_head(method, target, headers)
+    try:
+        return text.encode("latin-1")
+    except UnicodeEncodeError as exc:
+        raise InvalidInputError(
+            f"HTTP request head must be latin-1 text: {exc}", value=text
+        ) from exc
+
+
+def _raise_bad_head(method: str, target: str, headers: Sequence[tuple[str, str]]) -> None:
+    for piece in (method, target):
+        if any(c in piece for c in " \r\n"):
+            raise InvalidInputError(f"invalid HTTP request line piece {piece!r}", value=piece)
+    for name, value in headers:
+        if "\r" in name or "\n" in name or "\r" in value or "\n" in value:
+            raise InvalidInputError(
+                f"HTTP header {name!r} contains a line break", value=(name, value)
+            )
+    raise InvalidInputError("invalid HTTP request head")  # pragma: no cover - defensive
+
+
+class ResponseParser:
+    """Incremental HTTP/1.1 response parser with a buffered-protocol interface.
+
+    One parser serves one connection for its whole life; :meth:`start` prepares it for the next
+    response. The I/O loop is::
+
+        parser.start()
+        while not parser.done:          # or, streaming: until parser.head_done, then pieces
+            n = sock.recv_into(parser.get_buffer())
+            if n == 0:
+                parser.eof_received()   # completes an until-EOF body or raises ProtocolError
+            else:
+                parser.buffer_updated(n)
+
+    After completion: :attr:`status`, :attr:`reason`, :attr:`headers` (lower-case names,
+    repeated names joined with ``", "``), :attr:`body` (a ``bytearray``; undecoded) and
+    :attr:`keep_alive` (whether the connection can carry another request).
+
+    With ``stream=True`` the body is not accumulated: decoded-from-framing pieces are appended
+    to :attr:`pieces` as they arrive, for the caller to take.
+    """
+
+    __slots__ = (
+        "_body_view",
+        "_buf",
+        "_chunk_left",
+        "_end",
+        "_head_request",
+        "_max_header_size",
+        "_remaining",
+        "_scan",
+        "_start",
+        "_state",
+        "_trailer_bytes",
+        "_view",
+        "body",
+        "got_bytes",
+        "head_done",
+        "headers",
+        "keep_alive",
+        "pieces",
+        "reason",
+        "status",
+        "stream",
+    )
+
+    def __init__(self, max_header_size: int = DEFAULT_MAX_HEADER_SIZE) -> None:
+        if max_header_size < 64:
+            raise ValueError("max_header_size must be at least 64 bytes")
+        self._max_header_size = max_header_size
+        # The scratch buffer holds the head, framing lines and small bodies. It never changes
+        # size (memoryviews of it are handed out), so it is also the recv size.
+        self._buf = bytearray(max_header_size)
+        self._view = memoryview(self._buf)
+        self._start = 0  # first unconsumed byte in the scratch buffer
+        self._end = 0  # end of received bytes in the scratch buffer
+        self._scan = 0  # where the search for the end of the head resumes
+        self._state = _IDLE
+        self._head_request = False
+        self._remaining = 0
+        self._chunk_left = 0
+        self._trailer_bytes = 0
+        self._body_view: memoryview | None = None
+        self.stream = False
+        self.status = 0
+        self.reason = ""
+        self.headers: dict[str, str] = {}
+        self.body = bytearray()
+        self.keep_alive = False
+        self.head_done = False
+        self.got_bytes = False
+        self.pieces: list[bytes] = []
+
+    # -- public API --------------------------------------------------------------------------
+
+    @property
+    def done(self) -> bool:
+        """Whether the whole response (head and body) has been parsed."""
+        return self._state == _DONE
+
+    @property
+    def idle(self) -> bool:
+        """True before the first :meth:`start` and after a complete response."""
+        return self._state in (_IDLE, _DONE)
+
+    @property
+    def has_unread_data(self) -> bool:
+        """Whether bytes beyond the end of the response sit in the buffer (a broken peer)."""
+        return self._end != self._start
+
+    def start(self, *, head_request: bool = False, stream: bool = False) -> None:
+        """Prepare for the next response.
+
+        ``head_request``: the request was ``HEAD``, so the response has no body whatever its
+        headers say. ``stream``: hand out body pieces through :attr:`pieces` instead of
+        accumulating :attr:`body`.
+        """
+        if self._end != self._start:
+            raise ProtocolError(
+                "unexpected data received before the response was requested",
+                value=bytes(self._buf[self._start : min(self._end, self._start + 80)]),
+            )
+        self._start = self._end = self._scan = 0
+        self._state = _HEAD
+        self._head_request = head_request
+        self.stream = stream
+        self._body_view = None
+        # headers/body are replaced (not cleared) by the next head: the previous response's
+        # objects may still be in the caller's hands.
+        self.status = 0
+        self.keep_alive = False
+        self.head_done = False
+        self.got_bytes = False
+        if self.pieces:
+            self.pieces = []
+
+    def get_buffer(self) -> memoryview:
+        """Return the writable buffer the next received bytes must be written to.
+
+        Never empty. While a ``Content-Length`` body is being received this is the unfilled
+        tail of the body itself.
+        """
+        if self._state == _LENGTH:
+            view = self._body_view
+            assert view is not None
+            return view[len(self.body) - self._remaining :]
+        if self._end == len(self._buf):
+            # Only reachable between responses or after DONE with trailing garbage; keep the
+            # "never empty" promise by dropping what cannot be parsed anyway.
+            self._start = self._end = self._scan = 0
+        return self._view[self._end :]
+
+    def buffer_updated(self, nbytes: int) -> bool:
+        """Account for ``nbytes`` new bytes written into the last :meth:`get_buffer` buffer.
+
+        Returns :attr:`done`. Raises :class:`ProtocolError` for a malformed response.
+        """
+        self.got_bytes = True
+        state = self._state
+        if state == _LENGTH:
+            self._remaining -= nbytes
+            if self._remaining == 0:
+                self._body_view = None
+                self._finish()
+                return True
+            return False
+        self._end += nbytes
+        if state in (_IDLE, _DONE):
+            # Bytes nobody asked for: the connection cannot be trusted any more.
+            self.keep_alive = False
+            return state == _DONE
+        self._process()
+        return self._state == _DONE
+
+    def eof_received(self) -> None:
+        """The peer closed its side. Completes an until-EOF body, else raises ProtocolError."""
+        state = self._state
+        if state == _UNTIL_EOF:
+            self.keep_alive = False
+            self._finish()
+            return
+        if state in (_DONE, _IDLE):
+            self.keep_alive = False
+            return
+        if state == _HEAD:
+            if not self.got_bytes:
+                raise ProtocolError("the server closed the connection without sending a response")
+            raise ProtocolError(
+                "the server closed the connection in the middle of the response head",
+                value=bytes(self._buf[self._start : min(self._end, self._start + 80)]),
+            )
+        if state in (_LENGTH, _LENGTH_STREAM):
+            raise ProtocolError(
+                f"truncated response body: the connection closed with {self._remaining} of "
+                f"{self._content_length()} bytes still missing"
+            )
+        raise ProtocolError("truncated chunked response body: the connection closed early")
+
+    def take_pieces(self) -> list[bytes]:
+        """Return and clear the streamed body pieces received so far."""
+        pieces = self.pieces
+        self.pieces = []
+        return pieces
+
+    # -- internals ---------------------------------------------------------------------------
+
+    def _content_length(self) -> str:
+        return self.headers.get("content-length", "?")
+
+    def _finish(self) -> None:
+        self._state = _DONE
+        if self._start == self._end:
+            self._start = self._end = 0
+        else:
+            # Bytes after the end of the response: never reuse such a connection.
+            self.keep_alive = False
+
+    def _process(self) -> None:
+        buf = self._buf
+        while True:
+            state = self._state
+            start = self._start
+            end = self._end
+            if state == _HEAD:
+                idx = buf.find(b"\r\n\r\n", self._scan, end)
+                if idx < 0:
+                    if end - start >= self._max_header_size:
+                        raise ProtocolError(
+                            f"response head larger than {self._max_header_size} bytes"
+                        )
+                    self._scan = max(start, end - 3)
+                    self._compact()
+                    return
+                self._parse_head(start, idx)
+            elif state == _LENGTH_STREAM:
+                take = min(self._remaining, end - start)
+                if take:
+                    self.pieces.append(bytes(buf[start : start + take]))
+                    self._start = start + take
+                    self._remaining -= take
+                if self._remaining == 0:
+                    self._finish()
+                    return
+                self._start = self._end = 0
+                return
+            elif state == _CHUNK_DATA:
+                take = min(self._chunk_left, end - start)
+                if take:
+                    if self.stream:
+                        self.pieces.append(bytes(buf[start : start + take]))
+                    else:
+                        self.body += self._view[start : start + take]
+                    self._start = start = start + take
+                    self._chunk_left -= take
+                if self._chunk_left:
+                    self._start = self._end = 0
+                    return
+                self._state = _CHUNK_CRLF
+            elif state == _CHUNK_CRLF:
+                if end - start < 2:
+                    self._compact()
+                    return
+                if buf[start] != 13 or buf[start + 1] != 10:
+                    raise ProtocolError(
+                        "malformed chunked body: chunk data not followed by CRLF",
+                        value=bytes(buf[start : start + 2]),
+                    )
+                self._start = start + 2
+                self._state = _CHUNK_SIZE
+            elif state == _CHUNK_SIZE:
+                idx = buf.find(b"\r\n", start, end)
+                if idx < 0:
+                    if end - start >= self._max_header_size:
+                        raise ProtocolError("chunk size line too long")
+                    self._compact()
+                    return
+                self._start = idx + 2
+                size = _parse_chunk_size(buf, start, idx)
+                if size:
+                    self._chunk_left = size
+                    self._state = _CHUNK_DATA
+                else:
+                    self._trailer_bytes = 0
+                    self._state = _TRAILERS
+            elif state == _TRAILERS:
+                idx = buf.find(b"\r\n", start, end)
+                if idx < 0:
+                    if self._trailer_bytes + end - start >= self._max_header_size:
+                        raise ProtocolError("chunked trailer section too large")
+                    self._compact()
+                    return
+                # Trailer fields are skipped: nothing in the protocol uses them.
+                self._start = idx + 2
+                if idx == start:
+                    self._finish()
+                    return
+                self._trailer_bytes += idx + 2 - start
+                if self._trailer_bytes >= self._max_header_size:
+                    raise ProtocolError("chunked trailer section too large")
+            elif state == _UNTIL_EOF:
+                if end > start:
+                    if self.stream:
+                        self.pieces.append(bytes(buf[start:end]))
+                    else:
+                        self.body += self._view[start:end]
+                self._start = self._end = 0
+                return
+            else:  # _LENGTH (entered from _parse_head with an empty scratch) or _DONE
+                if state == _DONE and start != end:
+                    self.keep_alive = False
+                return
+
+    def _compact(self) -> None:
+        """Make room at the end of the scratch buffer by moving unconsumed bytes to the front."""
+        start = self._start
+        if start == self._end:
+            self._start = self._end = self._scan = 0
+        elif start and len(self._buf) - self._end < 4096:
+            n = self._end - start
+            # Same-size slice assignment: allowed although memoryviews of the buffer exist.
+            self._buf[:n] = self._buf[start : self._end]
+            self._scan = max(0, self._scan - start)
+            self._start = 0
+            self._end = n
+
+    def _parse_head(self, start: int, idx: int) -> None:
+        """Parse the head in ``buf[start:idx]`` and set up the body framing."""
+        self._start = idx + 4
+        self._scan = idx + 4
+        lines = self._buf[start:idx].decode("latin-1").split("\r\n")
+        status_line = lines[0]
+        version, _, rest = status_line.partition(" ")
+        # One dict lookup validates and converts the code ("2x0", "²00", " 20" miss).
+        status = _STATUS_CODES.get(rest[:3], 0)
+        if (
+            not status
+            or (version != "HTTP/1.1" and version != "HTTP/1.0")
+            or (len(rest) > 3 and rest[3] != " ")
+        ):
+            raise ProtocolError("malformed HTTP status line", value=_preview(status_line))
+        headers: dict[str, str] = {}
+        for i in range(1, len(lines)):
+            line = lines[i]
+            name, sep, value = line.partition(":")
+            # name[:1] is also "" (hence "in") for an empty name; a leading space is obsolete
+            # line folding, a trailing one is forbidden before the colon (RFC 9112 5.1).
+            if not sep or name[:1] in " \t" or name[-1] in " \t":
+                raise ProtocolError("malformed HTTP header line", value=_preview(line))
+            name = name.lower()
+            value = value.strip(" \t")
+            if name in headers:
+                headers[name] = headers[name] + ", " + value
+            else:
+                headers[name] = value
+        if status < 200 and status != 101:
+            # Interim response (100 Continue, 103 Early Hints): skip it, a final one follows.
+            return
+        self.status = status
+        self.reason = rest[4:]
+        self.headers = headers
+        self.head_done = True
+        connection = headers.get("connection")
+        if version == "HTTP/1.1":
+            self.keep_alive = connection is None or "close" not in _tokens(connection)
+        else:
+            self.keep_alive = connection is not None and "keep-alive" in _tokens(connection)
+        if self._head_request or status == 204 or status == 304 or status == 101:
+            self.body = bytearray()
+            if status == 101:  # switched protocols: the connection is no longer HTTP/1.1
+                self.keep_alive = False
+            self._finish()
+            return
+        transfer_encoding = headers.get("transfer-encoding")
+        if transfer_encoding is not None:
+            codings = [c for c in _tokens(transfer_encoding) if c != "identity"]
+            if codings == ["chunked"]:
+                if "content-length" in headers:
+                    # Both framings at once is a request-smuggling pattern: trust chunked for
+                    # this response and never reuse the connection (RFC 9112 6.3).
+                    self.keep_alive = False
+                self.body = bytearray()
+                self._state = _CHUNK_SIZE
+                return
+            if codings:
+                raise ProtocolError(
+                    "unsupported Transfer-Encoding", value=_preview(transfer_encoding)
+                )
+        content_length = headers.get("content-length")
+        if content_length is None:
+            self.body = bytearray()
+            self.keep_alive = False
+            self._state = _UNTIL_EOF
+            return
+        length = _parse_content_length(content_length)
+        if self.stream:
+            self.body = bytearray()
+            self._remaining = length
+            self._state = _LENGTH_STREAM
+            return
+        start = self._start
+        avail = self._end - start
+        if length <= avail:
+            self.body = self._buf[start : start + length]
+            self._start = start + length
+            self._finish()
+            return
+        body = bytearray(length)
+        body[:avail] = self._view[start : self._end]
+        self.body = body
+        self._body_view = memoryview(body)
+        self._remaining = length - avail
+        self._start = self._end = 0
+        self._state = _LENGTH
+
+
+def _tokens(value: str) -> list[str]:
+    return [token.strip().lower() for token in value.split(",") if token.strip()]
+
+
+def _parse_content_length(value: str) -> int:
+    if "," in value:
+        # "Content-Length: 5, 5" is tolerated when all values agree (RFC 9110 8.6).
+        values = {v.strip(" \t") for v in value.split(",")}
+        if len(values) != 1:
+            raise ProtocolError("conflicting Content-Length values", value=_preview(value))
+        value = values.pop()
+    if not value or len(value) > 18 or not value.isdigit() or not value.isascii():
+        raise ProtocolError("invalid Content-Length", value=_preview(value))
+    return int(value)
+
+
+def _parse_chunk_size(buf: bytearray, start: int, end: int) -> int:
+    line = bytes(buf[start:end])
+    semi = line.find(b";")
+    digits = (line if semi < 0 else line[:semi]).strip(b" \t")
+    if not digits or len(digits) > _CHUNK_SIZE_DIGITS or not _HEXDIGITS.issuperset(digits):
+        raise ProtocolError("malformed chunked body: invalid chunk size line", value=line[:80])
+    return int(digits, 16)
+
+
+# -- Content-Encoding --------------------------------------------------------------------------
+
+_GZIP_WBITS = 16 + zlib.MAX_WBITS
+_KNOWN_CODINGS = frozenset({"gzip", "x-gzip", "deflate", "identity"})
+
+
+def _looks_like_zlib(data: bytes | bytearray) -> bool:
+    """Whether ``data`` starts with a valid zlib header (RFC 1950: CM=8, CINFO<=7, FCHECK)."""
+    return (
+        len(data) >= 2
+        and data[0] & 0x0F == 8
+        and data[0] >> 4 <= 7
+        and ((data[0] << 8) | data[1]) % 31 == 0
+    )
+
+
+def _codings(content_encoding: str) -> list[str] | None:
+    """Codings to undo, outermost first; ``None`` when one is unknown (leave the body as is)."""
+    codings = _tokens(content_encoding)
+    if not _KNOWN_CODINGS.issuperset(codings):
+        return None
+    codings.reverse()
+    return [c for c in codings if c != "identity"]
+
+
+def _inflate_all(data: bytes | bytearray, wbits: int, what: str) -> bytes:
+    out: list[bytes] = []
+    while True:
+        obj = zlib.decompressobj(wbits)
+        out.append(obj.decompress(data))
+        if not obj.eof:
+            raise ProtocolError(f"truncated {what} response body")
+        data = obj.unused_data
+        # Only gzip has multiple members; trailing zero padding is tolerated like gzip(1) does.
+        if wbits != _GZIP_WBITS or not data.strip(b"\0"):
+            return b"".join(out)
+
+
+def decode_body(body: bytearray, content_encoding: str) -> bytearray:
+    """Undo ``Content-Encoding`` (gzip, x-gzip, deflate; stacked codings too) on a whole body.
+
+    ``deflate`` is accepted both zlib-wrapped (what RFC 9110 means) and raw (what some servers
+    send), as browsers do. A body with an unknown coding (``br``, ``zstd``) is returned as is;
+    the caller still sees the ``content-encoding`` header. Corrupt data raises ProtocolError.
+    """
+    if not body:
+        return body
+    codings = _codings(content_encoding)
+    if not codings:
+        return body
+    data: bytes | bytearray = body
+    for coding in codings:
+        try:
+            if coding == "deflate":
+                if _looks_like_zlib(data):
+                    try:
+                        data = _inflate_all(data, zlib.MAX_WBITS, "deflate")
+                        continue
+                    except (zlib.error, ProtocolError):
+                        pass  # a raw stream whose first bytes happen to look like a header
+                data = _inflate_all(data, -zlib.MAX_WBITS, "deflate")
+            else:
+                data = _inflate_all(data, _GZIP_WBITS, "gzip")
+        except zlib.error as exc:
+            raise ProtocolError(f"cannot decode {coding} response body: {exc}") from exc
+    return bytearray(data)
+
+
+class _Inflater:
+    __slots__ = ("gzip", "obj", "pending")
+
+    def __init__(self, gzip: bool) -> None:
+        self.gzip = gzip
+        self.obj: zlib._Decompress | None = None
+        self.pending = b""
+
+    def feed(self, data: bytes) -> bytes:
+        obj = self.obj
+        if obj is None:
+            if self.gzip:
+                obj = self.obj = zlib.decompressobj(_GZIP_WBITS)
+            else:
+                # Two bytes decide between zlib-wrapped and raw deflate.
+                data = self.pending + data
+                if len(data) < 2:
+                    self.pending = data
+                    return b""
+                self.pending = b""
+                wbits = zlib.MAX_WBITS if _looks_like_zlib(data) else -zlib.MAX_WBITS
+                obj = self.obj = zlib.decompressobj(wbits)
+        out = obj.decompress(data)
+        while self.gzip and obj.eof and obj.unused_data.strip(b"\0"):
+            rest = obj.unused_data
+            obj = self.obj = zlib.decompressobj(_GZIP_WBITS)
+            out += obj.decompress(rest)
+        return out
+
+    def flush(self) -> bytes:
+        obj = self.obj
+        if obj is None:
+            if self.pending:
+                raise ProtocolError("truncated deflate response body")
+            return b""
+        out = obj.flush()
+        if not obj.eof:
+            raise ProtocolError(f"truncated {'gzip' if self.gzip else 'deflate'} response body")
+        return out
+
+
+class StreamDecoder:
+    """Incremental ``Content-Encoding`` decoder for streamed bodies.
+
+    >>> dec = StreamDecoder("gzip")
+    >>> import gzip
+    >>> data = gzip.compress(b"hello")
+    >>> dec.decode(data[:5]) + dec.decode(data[5:]) + dec.flush()
+    b'hello'
+    """
+
+    __slots__ = ("_stages",)
+
+    def __init__(self, content_encoding: str | None) -> None:
+        codings = _codings(content_encoding) if content_encoding else None
+        self._stages = [_Inflater(c != "deflate") for c in codings] if codings else []
+
+    @property
+    def active(self) -> bool:
+        """False when the body passes through unchanged."""
+        return bool(self._stages)
+
+    def decode(self, data: bytes) -> bytes:
+        """Decode the next piece; may return ``b""`` while the decoder needs more input."""
+        try:
+            for stage in self._stages:
+                data = stage.feed(data)
+        except zlib.error as exc:
+            raise ProtocolError(f"cannot decode compressed response body: {exc}") from exc
+        return data
+
+    def flush(self) -> bytes:
+        """Finish decoding; raises ProtocolError when the compressed stream was truncated."""
+        out = b""
+        try:
+            for stage in self._stages:
+                if out:
+                    out = stage.feed(out)
+                out += stage.flush()
+        except zlib.error as exc:
+            raise ProtocolError(f"cannot decode compressed response body: {exc}") from exc
+        return out

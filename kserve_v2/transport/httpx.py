@@ -1,0 +1,478 @@
+"""Optional transports on top of `httpx <https://www.python-httpx.org>`_ (extra ``httpx``).
+
+Use them to reuse an ``httpx.Client`` / ``httpx.AsyncClient`` the application already
+configures (proxies, auth, event hooks, HTTP/2, mocked transports in tests). The default
+transports (:mod:`.stdlib`, :mod:`.aio`) cost much less CPU per request.
+
+httpx is imported when one of these classes is instantiated, never at module import.
+"""
+
+from __future__ import annotations
+
+import ssl
+import threading
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from contextlib import asynccontextmanager, contextmanager
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+
+from kserve_v2.errors import (
+    DeadlineExceededError,
+    InvalidInputError,
+    KServeError,
+    MissingDependencyError,
+    ProtocolError,
+    TransportError,
+)
+from kserve_v2.transport._http11 import body_length
+from kserve_v2.transport.base import BytesLike, HTTPRequest, HTTPResponse
+from kserve_v2.transport.stdlib import StrPath, make_ssl_context, parse_origin
+
+if TYPE_CHECKING:
+    import httpx as _httpx
+
+__all__ = ["AsyncHTTPXTransport", "HTTPXTransport"]
+
+
+def _import_httpx() -> Any:
+    try:
+        import httpx
+    except ImportError as exc:
+        raise MissingDependencyError("HTTPX transport", "httpx", "httpx") from exc
+    return httpx
+
+
+def _translate(exc: Exception, url: str | None) -> KServeError:
+    """Map an httpx exception onto the kserve-v2 error tree (the caller chains ``from exc``)."""
+    import httpx
+
+    message = str(exc) or type(exc).__name__
+    if isinstance(exc, httpx.TimeoutException):
+        return DeadlineExceededError(f"request timed out ({type(exc).__name__})", url=url)
+    if isinstance(exc, httpx.RemoteProtocolError):
+        if "without sending a response" in message:  # "Server disconnected without ..."
+            return TransportError(message, url=url)
+        return ProtocolError(message)
+    if isinstance(exc, httpx.DecodingError):
+        return ProtocolError(f"cannot decode the response body: {message}")
+    if isinstance(exc, (httpx.LocalProtocolError, httpx.UnsupportedProtocol, httpx.InvalidURL)):
+        return InvalidInputError(message)
+    return TransportError(message, url=url)
+
+
+def _byte_views(body: Sequence[BytesLike]) -> list[BytesLike]:
+    # httpx/h11 count the body with len(): it must be bytes, not typed elements.
+    return [
+        part if type(part) is bytes or type(part) is bytearray else memoryview(part).cast("B")
+        for part in body
+    ]
+
+
+class _Common:
+    """Argument handling shared by the sync and async httpx transports."""
+
+    _httpx: Any
+    _base: str | None
+    _owns_client: bool
+    _client: Any
+
+    def _setup(
+        self,
+        url: str | None,
+        client: Any,
+        client_class: str,
+        *,
+        timeout: float | None,
+        connect_timeout: float | None,
+        max_connections: int,
+        verify: bool,
+        ca_file: StrPath | None,
+        ca_dir: StrPath | None,
+        cert_file: StrPath | None,
+        key_file: StrPath | None,
+        key_password: str | None,
+        ssl_context: ssl.SSLContext | None,
+        server_hostname: str | None,
+    ) -> Any:
+        httpx = self._httpx = _import_httpx()
+        self._base = None
+        if url is not None:
+            origin, path = parse_origin(url)
+            if path != "/":
+                raise InvalidInputError(
+                    f"the transport URL must not have a path or query ({url!r}); "
+                    "put base paths in the request target",
+                    value=url,
+                )
+            self._base = origin.url
+        self._extensions = {"sni_hostname": server_hostname} if server_hostname else None
+        self._owns_client = client is None
+        if client is not None:
+            return client
+        if ssl_context is None and (
+            not verify or ca_file or ca_dir or cert_file or (url or "").startswith("https")
+        ):
+            ssl_context = make_ssl_context(
+                verify=verify,
+                ca_file=ca_file,
+                ca_dir=ca_dir,
+                cert_file=cert_file,
+                key_file=key_file,
+                key_password=key_password,
+            )
+        return getattr(httpx, client_class)(
+            timeout=httpx.Timeout(timeout, connect=connect_timeout),
+            limits=httpx.Limits(
+                max_connections=max_connections, max_keepalive_connections=max_connections
+            ),
+            verify=ssl_context if ssl_context is not None else True,
+            # httpx asks for gzip/deflate/br by default; the server should compress only when
+            # the caller asks for it (the client's accept_compression sets this per request).
+            headers={"Accept-Encoding": "identity"},
+        )
+
+    def _prepare(self, request: HTTPRequest) -> tuple[str, list[tuple[str, str]], Any, Any]:
+        """URL, headers, content and timeout arguments for ``client.request``."""
+        if self._client.is_closed:  # httpx would raise a bare RuntimeError
+            raise TransportError("the transport is closed", url=self._base)
+        target = request.target
+        # Otherwise absolute, or relative to the client's own base_url.
+        url = self._base + target if target[:1] == "/" and self._base is not None else target
+        headers = [(k, v) for k, v in request.headers if k.lower() != "content-length"]
+        body = request.body
+        content: Any = None
+        if body:
+            headers.append(("Content-Length", str(body_length(body))))
+            single = len(body) == 1 and type(body[0]) is bytes
+            content = body[0] if single else _byte_views(body)
+        elif request.method in ("POST", "PUT", "PATCH"):
+            content = b""
+        timed = request.timeout
+        if timed is None:
+            return url, headers, content, self._httpx.USE_CLIENT_DEFAULT
+        # A bare number would replace every phase's timeout, the connect timeout included:
+        # keep the client's (shorter) connect timeout, as the default transports do.
+        connect = self._client.timeout.connect
+        if connect is None or connect > timed:
+            connect = timed
+        return url, headers, content, self._httpx.Timeout(timed, connect=connect)
+
+
+class HTTPXTransport(_Common):
+    """Synchronous transport over an ``httpx.Client``.
+
+    Args:
+        url: default origin (``http[s]://host:port``) for origin-form request targets. May be
+            omitted when ``client`` has a ``base_url``.
+        client: an ``httpx.Client`` to use; it is *not* closed by :meth:`close`. Without one,
+            a client is created from the remaining arguments (same meaning as for
+            :class:`~kserve_v2.transport.HTTPTransport`) and owned by the transport.
+        server_hostname: TLS SNI / certificate host name (httpx ``sni_hostname`` extension).
+
+    Timeouts: ``HTTPRequest.timeout`` becomes httpx's per-phase timeout (connect, each read,
+    each write, pool wait), not a bound on the whole exchange.
+
+    Example::
+
+        import httpx
+        from kserve_v2.transport.httpx import HTTPXTransport
+
+        transport = HTTPXTransport(client=httpx.Client(base_url="http://localhost:8000"))
+    """
+
+    def __init__(
+        self,
+        url: str | None = None,
+        *,
+        client: _httpx.Client | None = None,
+        timeout: float | None = 60.0,
+        connect_timeout: float | None = 10.0,
+        max_connections: int = 16,
+        verify: bool = True,
+        ca_file: StrPath | None = None,
+        ca_dir: StrPath | None = None,
+        cert_file: StrPath | None = None,
+        key_file: StrPath | None = None,
+        key_password: str | None = None,
+        ssl_context: ssl.SSLContext | None = None,
+        server_hostname: str | None = None,
+    ) -> None:
+        self._client: _httpx.Client = self._setup(
+            url,
+            client,
+            "Client",
+            timeout=timeout,
+            connect_timeout=connect_timeout,
+            max_connections=max_connections,
+            verify=verify,
+            ca_file=ca_file,
+            ca_dir=ca_dir,
+            cert_file=cert_file,
+            key_file=key_file,
+            key_password=key_password,
+            ssl_context=ssl_context,
+            server_hostname=server_hostname,
+        )
+        # httpcore 1.0.x's sync pool can close a connection it has already handed to a request
+        # queued for one (encode/httpcore#1110: "Bad file descriptor" when more threads than
+        # connections share the client): requests past max_connections wait here instead.
+        self._slots = threading.BoundedSemaphore(max_connections) if client is None else None
+
+    @property
+    def client(self) -> _httpx.Client:
+        """The underlying ``httpx.Client``."""
+        return self._client
+
+    @contextmanager
+    def _slot(self, request: HTTPRequest, url: str) -> Iterator[None]:
+        """Hold one of the ``max_connections`` request slots (owned clients only)."""
+        slots = self._slots
+        if slots is None:
+            yield
+            return
+        wait = request.timeout if request.timeout is not None else self._client.timeout.pool
+        if not slots.acquire(timeout=wait):
+            raise DeadlineExceededError("timed out waiting for a free connection", url=url)
+        try:
+            yield
+        finally:
+            slots.release()
+
+    def handle_request(self, request: HTTPRequest) -> HTTPResponse:
+        """Send ``request`` and return the complete (decompressed) response."""
+        url, headers, content, timeout = self._prepare(request)
+        with self._slot(request, url):
+            try:
+                response = self._client.request(
+                    request.method,
+                    url,
+                    headers=headers,
+                    content=content,
+                    timeout=timeout,
+                    extensions=self._extensions,
+                )
+            except self._httpx.HTTPError as exc:
+                raise _translate(exc, url) from exc
+            except OSError as exc:  # e.g. a TLS alert httpcore does not wrap
+                raise TransportError(f"{type(exc).__name__}: {exc}", url=url) from exc
+        return HTTPResponse(
+            response.status_code,
+            dict(response.headers.items()),
+            response.content,
+            response.reason_phrase,
+        )
+
+    @contextmanager
+    def stream(self, request: HTTPRequest) -> Iterator[_HTTPXStreamingResponse]:
+        """Send ``request``; give its response with a body to be read incrementally."""
+        url, headers, content, timeout = self._prepare(request)
+        with self._slot(request, url):
+            opener = self._client.stream(
+                request.method,
+                url,
+                headers=headers,
+                content=content,
+                timeout=timeout,
+                extensions=self._extensions,
+            )
+            try:
+                response = opener.__enter__()
+            except self._httpx.HTTPError as exc:
+                raise _translate(exc, url) from exc
+            except OSError as exc:
+                raise TransportError(f"{type(exc).__name__}: {exc}", url=url) from exc
+            try:
+                yield _HTTPXStreamingResponse(response, url)
+            finally:
+                opener.__exit__(None, None, None)
+
+    def close(self) -> None:
+        """Close the client if this transport created it."""
+        if self._owns_client:
+            self._client.close()
+
+    def __enter__(self) -> HTTPXTransport:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+class _HTTPXStreamingResponse:
+    def __init__(self, response: _httpx.Response, url: str) -> None:
+        self._response = response
+        self._url = url
+        self.status: int = response.status_code
+        self.headers: Mapping[str, str] = dict(response.headers.items())
+        self.reason: str = response.reason_phrase
+
+    def iter_bytes(self) -> Iterator[bytes]:
+        """Yield the (decompressed) body in pieces as they arrive."""
+        import httpx
+
+        try:
+            yield from self._response.iter_bytes()
+        except httpx.HTTPError as exc:
+            raise _translate(exc, self._url) from exc
+        except OSError as exc:
+            raise TransportError(f"{type(exc).__name__}: {exc}", url=self._url) from exc
+
+    def read(self) -> bytes:
+        """Read the rest of the body."""
+        return b"".join(self.iter_bytes())
+
+
+async def _aiter(parts: list[BytesLike]) -> AsyncIterator[BytesLike]:
+    for part in parts:
+        yield part
+
+
+class AsyncHTTPXTransport(_Common):
+    """asyncio transport over an ``httpx.AsyncClient``; arguments as :class:`HTTPXTransport`.
+
+    Example::
+
+        import httpx
+        from kserve_v2.transport.httpx import AsyncHTTPXTransport
+
+        transport = AsyncHTTPXTransport("http://localhost:8000")
+        ...
+        await transport.aclose()
+    """
+
+    def __init__(
+        self,
+        url: str | None = None,
+        *,
+        client: _httpx.AsyncClient | None = None,
+        timeout: float | None = 60.0,
+        connect_timeout: float | None = 10.0,
+        max_connections: int = 16,
+        verify: bool = True,
+        ca_file: StrPath | None = None,
+        ca_dir: StrPath | None = None,
+        cert_file: StrPath | None = None,
+        key_file: StrPath | None = None,
+        key_password: str | None = None,
+        ssl_context: ssl.SSLContext | None = None,
+        server_hostname: str | None = None,
+    ) -> None:
+        self._client: _httpx.AsyncClient = self._setup(
+            url,
+            client,
+            "AsyncClient",
+            timeout=timeout,
+            connect_timeout=connect_timeout,
+            max_connections=max_connections,
+            verify=verify,
+            ca_file=ca_file,
+            ca_dir=ca_dir,
+            cert_file=cert_file,
+            key_file=key_file,
+            key_password=key_password,
+            ssl_context=ssl_context,
+            server_hostname=server_hostname,
+        )
+
+    @property
+    def client(self) -> _httpx.AsyncClient:
+        """The underlying ``httpx.AsyncClient``."""
+        return self._client
+
+    def _aprepare(self, request: HTTPRequest) -> tuple[str, list[tuple[str, str]], Any, Any]:
+        url, headers, content, timeout = self._prepare(request)
+        if isinstance(content, list):
+            content = _aiter(content)  # AsyncClient refuses sync iterables
+        return url, headers, content, timeout
+
+    async def handle_async_request(self, request: HTTPRequest) -> HTTPResponse:
+        """Send ``request`` and return the complete (decompressed) response."""
+        url, headers, content, timeout = self._aprepare(request)
+        try:
+            response = await self._client.request(
+                request.method,
+                url,
+                headers=headers,
+                content=content,
+                timeout=timeout,
+                extensions=self._extensions,
+            )
+        except self._httpx.HTTPError as exc:
+            raise _translate(exc, url) from exc
+        except OSError as exc:  # e.g. a TLS alert httpcore does not wrap (anyio TLS streams)
+            raise TransportError(f"{type(exc).__name__}: {exc}", url=url) from exc
+        return HTTPResponse(
+            response.status_code,
+            dict(response.headers.items()),
+            response.content,
+            response.reason_phrase,
+        )
+
+    @asynccontextmanager
+    async def astream(self, request: HTTPRequest) -> AsyncIterator[_AsyncHTTPXStreamingResponse]:
+        """Send ``request``; give its response with a body to be read incrementally."""
+        url, headers, content, timeout = self._aprepare(request)
+        opener = self._client.stream(
+            request.method,
+            url,
+            headers=headers,
+            content=content,
+            timeout=timeout,
+            extensions=self._extensions,
+        )
+        try:
+            response = await opener.__aenter__()
+        except self._httpx.HTTPError as exc:
+            raise _translate(exc, url) from exc
+        except OSError as exc:
+            raise TransportError(f"{type(exc).__name__}: {exc}", url=url) from exc
+        try:
+            yield _AsyncHTTPXStreamingResponse(response, url)
+        finally:
+            await opener.__aexit__(None, None, None)
+
+    async def aclose(self) -> None:
+        """Close the client if this transport created it."""
+        if self._owns_client:
+            await self._client.aclose()
+
+    async def __aenter__(self) -> AsyncHTTPXTransport:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+
+class _AsyncHTTPXStreamingResponse:
+    def __init__(self, response: _httpx.Response, url: str) -> None:
+        self._response = response
+        self._url = url
+        self.status: int = response.status_code
+        self.headers: Mapping[str, str] = dict(response.headers.items())
+        self.reason: str = response.reason_phrase
+
+    async def aiter_bytes(self) -> AsyncIterator[bytes]:
+        """Yield the (decompressed) body in pieces as they arrive."""
+        import httpx
+
+        try:
+            async for piece in self._response.aiter_bytes():
+                yield piece
+        except httpx.HTTPError as exc:
+            raise _translate(exc, self._url) from exc
+        except OSError as exc:
+            raise TransportError(f"{type(exc).__name__}: {exc}", url=self._url) from exc
+
+    async def aread(self) -> bytes:
+        """Read the rest of the body."""
+        return b"".join([piece async for piece in self.aiter_bytes()])

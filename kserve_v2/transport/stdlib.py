@@ -1,0 +1,795 @@
+"""The default synchronous transport: keep-alive HTTP/1.1 on plain sockets and ``ssl``.
+
+Why not ``http.client`` or urllib3: both build the body with extra copies, parse headers through
+``email``, and cost several times the CPU per small request. This transport keeps the hot path
+to one ``sendmsg`` (head and body buffers as one iovec, nothing joined) and usually one
+``recv_into``, with the response parsed by the shared sans-IO :mod:`._http11` parser.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import socket
+import ssl
+import struct
+import sys
+import threading
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager, suppress
+from time import monotonic
+from types import TracebackType
+from typing import Union
+from urllib.parse import urlsplit
+
+from kserve_v2.errors import (
+    DeadlineExceededError,
+    InvalidInputError,
+    TransportError,
+)
+from kserve_v2.transport._http11 import (
+    DEFAULT_MAX_HEADER_SIZE,
+    ResponseParser,
+    StreamDecoder,
+    body_length,
+    decode_body,
+    serialize_head,
+)
+from kserve_v2.transport.base import BytesLike, HTTPRequest, HTTPResponse
+
+__all__ = ["HTTPTransport", "Origin", "make_ssl_context", "parse_origin"]
+
+StrPath = Union[str, "os.PathLike[str]"]
+
+# Linux refuses more than IOV_MAX (1024) buffers in one sendmsg call.
+try:
+    _IOV_MAX = max(16, min(os.sysconf("SC_IOV_MAX"), 1024))
+except (AttributeError, ValueError, OSError):  # pragma: no cover - platform dependent
+    _IOV_MAX = 1024
+_HAS_SENDMSG = hasattr(socket.socket, "sendmsg")
+# TLS: bodies up to this size are joined with the head into one TLS record write; larger
+# buffers are sent one by one, in slices so that the request deadline is checked between them.
+_TLS_COALESCE = 16 * 1024
+_TLS_SLICE = 1024 * 1024
+# A socket timeout is only re-armed when it drifted this far from the time actually left:
+# settimeout() is a syscall, and re-arming it before every send/recv would double their number.
+_TIMEOUT_SLACK = 0.002
+_KERNEL_TIMEOUTS = sys.platform.startswith("linux") and hasattr(socket, "SO_RCVTIMEO")
+_NO_TIMEVAL = struct.pack("ll", 0, 0)
+# Pooled connections idle for longer than this are checked for a server-side close before reuse
+# (one poll). Recently used ones skip the check: the single retry covers that race.
+_IDLE_CHECK_AFTER = 1.0
+
+
+class Origin:
+    """Where requests go: scheme, host and port, plus the ``Host`` header derived from them."""
+
+    __slots__ = ("host", "host_header", "port", "tls")
+
+    def __init__(self, tls: bool, host: str, port: int) -> None:
+        self.tls = tls
+        self.host = host
+        self.port = port
+        shown = f"[{host}]" if ":" in host else host
+        self.host_header = shown if port == (443 if tls else 80) else f"{shown}:{port}"
+
+    @property
+    def url(self) -> str:
+        return f"{'https' if self.tls else 'http'}://{self.host_header}"
+
+    def key(self) -> tuple[bool, str, int]:
+        return (self.tls, self.host, self.port)
+
+
+def parse_origin(url: str) -> tuple[Origin, str]:
+    """Split ``http[s]://host[:port][/path?query]`` into its origin and request target.
+
+    A bare ``host:port`` means ``http://host:port``.
+
+    >>> origin, target = parse_origin("https://example.com/v2/models?x=1")
+    >>> origin.host, origin.port, origin.tls, target
+    ('example.com', 443, True, '/v2/models?x=1')
+    """
+    if "://" not in url:
+        url = "http://" + url
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError as exc:
+        raise InvalidInputError(f"invalid URL {url!r}: {exc}", value=url) from exc
+    scheme = parts.scheme.lower()
+    if scheme not in ("http", "https") or not parts.hostname:
+        raise InvalidInputError(f"expected an http:// or https:// URL, got {url!r}", value=url)
+    tls = scheme == "https"
+    target = parts.path or "/"
+    if parts.query:
+        target += "?" + parts.query
+    return Origin(tls, parts.hostname, port or (443 if tls else 80)), target
+
+
+def make_ssl_context(
+    *,
+    verify: bool = True,
+    ca_file: StrPath | None = None,
+    ca_dir: StrPath | None = None,
+    cert_file: StrPath | None = None,
+    key_file: StrPath | None = None,
+    key_password: str | None = None,
+) -> ssl.SSLContext:
+    """Build the client TLS context the transports use by default.
+
+    Certificate and host name verification are on unless ``verify=False``. ``ca_file`` /
+    ``ca_dir`` replace the system trust store; ``cert_file`` (+ ``key_file``) is the client
+    certificate for mutual TLS.
+    """
+    try:
+        if ca_file is not None or ca_dir is not None:
+            ctx = ssl.create_default_context(cafile=ca_file, capath=ca_dir)
+        else:
+            ctx = ssl.create_default_context()
+        if not verify:
+            ctx.check_hostname = False
+            ctx.verify_mode = ssl.CERT_NONE
+        if cert_file is not None:
+            ctx.load_cert_chain(cert_file, key_file, key_password)
+    except (OSError, ssl.SSLError) as exc:
+        raise InvalidInputError(f"cannot set up TLS: {exc}") from exc
+    ctx.set_alpn_protocols(["http/1.1"])
+    return ctx
+
+
+# A peer that went away: on a reused connection before any response byte, this is the stale
+# keep-alive case that is retried once.
+_LOST = (
+    BrokenPipeError,
+    ConnectionResetError,
+    ConnectionAbortedError,
+    ssl.SSLEOFError,
+    ssl.SSLZeroReturnError,
+)
+
+
+class _NoResponse(Exception):
+    """The connection closed before a single response byte arrived (maybe a stale keep-alive)."""
+
+
+class _Connection:
+    __slots__ = (
+        "idle_since",
+        "kernel_timeouts",
+        "parser",
+        "rcv_timeout",
+        "reused",
+        "snd_timeout",
+        "sock",
+        "tls",
+    )
+
+    def __init__(self, sock: socket.socket, tls: bool, timeout: float | None, max_head: int):
+        self.sock = sock
+        self.tls = tls
+        self.parser = ResponseParser(max_head)
+        self.reused = False
+        self.idle_since = 0.0
+        # Plain sockets on Linux stay in blocking mode with SO_RCVTIMEO/SO_SNDTIMEO bounding
+        # each call: Python's own timeout mode polls before every send and recv, which doubles
+        # the syscalls of a small request. TLS sockets need Python's mode (a blocking SSL read
+        # retries forever on EAGAIN).
+        self.kernel_timeouts = _KERNEL_TIMEOUTS and not tls
+        if self.kernel_timeouts:
+            sock.settimeout(None)
+            timeout = None  # the kernel timeouts start unset
+        # The timeouts last given to the socket (None: none).
+        self.rcv_timeout = self.snd_timeout = timeout
+
+    def arm(self, deadline: float | None, sending: bool) -> None:
+        """Bound the next send/recv call by the time left before ``deadline``.
+
+        The socket is only re-armed when its timeout drifted more than a little from the time
+        left: every re-arm is a syscall.
+        """
+        current = self.snd_timeout if sending else self.rcv_timeout
+        if deadline is None:
+            if current is None:
+                return
+            remaining = None
+        else:
+            remaining = deadline - monotonic()
+            if remaining <= 0:
+                raise DeadlineExceededError("request timed out")
+            if current is not None and -_TIMEOUT_SLACK <= current - remaining <= _TIMEOUT_SLACK:
+                return
+        if self.kernel_timeouts:
+            if remaining is None:
+                value = _NO_TIMEVAL
+            else:
+                sec = int(remaining)
+                value = struct.pack("ll", sec, max(1, int((remaining - sec) * 1e6)))
+            if sending:
+                self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, value)
+                self.snd_timeout = remaining
+            else:
+                self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, value)
+                self.rcv_timeout = remaining
+        else:
+            self.sock.settimeout(remaining)
+            self.rcv_timeout = self.snd_timeout = remaining
+
+    def close(self) -> None:
+        # Closing an already broken socket can only fail in ways nobody can act on.
+        with suppress(OSError):
+            self.sock.close()
+
+    def looks_dead(self) -> bool:
+        """Whether an idle connection was closed (or written to) by the server."""
+        sock = self.sock
+        if self.tls and isinstance(sock, ssl.SSLSocket) and sock.pending():
+            return True
+        try:
+            readable, _, _ = select.select([sock], [], [], 0)
+        except (OSError, ValueError):
+            return True
+        # Readable while idle: EOF, a reset, or bytes nobody asked for (e.g. a 408). All fatal.
+        return bool(readable)
+
+
+class _Pool:
+    """Connections to one origin, at most ``limit`` open at once."""
+
+    __slots__ = (
+        "_closed",
+        "_cond",
+        "_count",
+        "_idle",
+        "_waiting",
+        "limit",
+        "origin",
+        "server_hostname",
+        "ssl_context",
+    )
+
+    def __init__(
+        self,
+        origin: Origin,
+        limit: int,
+        ssl_context: ssl.SSLContext | None,
+        server_hostname: str | None,
+    ) -> None:
+        self.origin = origin
+        self.limit = limit
+        self.ssl_context = ssl_context
+        self.server_hostname = server_hostname
+        self._cond = threading.Condition(threading.Lock())
+        self._idle: list[_Connection] = []
+        self._count = 0
+        self._waiting = 0
+        self._closed = False
+
+    def checkout(self, deadline: float | None) -> _Connection | None:
+        """Return an idle connection, or ``None`` when the caller may open a new one."""
+        cond = self._cond
+        with cond:
+            while True:
+                if self._closed:
+                    raise TransportError("the transport is closed", url=self.origin.url)
+                if self._idle:
+                    return self._idle.pop()  # LIFO: the warmest connection
+                if self._count < self.limit:
+                    self._count += 1
+                    return None
+                if deadline is None:
+                    remaining = None
+                else:
+                    remaining = deadline - monotonic()
+                    if remaining <= 0:
+                        raise DeadlineExceededError(
+                            f"timed out waiting for one of the {self.limit} pooled connections",
+                            url=self.origin.url,
+                        )
+                self._waiting += 1
+                try:
+                    cond.wait(remaining)
+                finally:
+                    self._waiting -= 1
+
+    def checkin(self, conn: _Connection, now: float) -> None:
+        with self._cond:
+            if self._closed:
+                self._count -= 1
+                conn.close()
+                return
+            conn.reused = True
+            conn.idle_since = now
+            self._idle.append(conn)
+            if self._waiting:
+                self._cond.notify()
+
+    def discard(self, conn: _Connection | None) -> None:
+        if conn is not None:
+            conn.close()
+        with self._cond:
+            self._count -= 1
+            if self._waiting:
+                self._cond.notify()
+
+    def close(self) -> None:
+        with self._cond:
+            self._closed = True
+            idle, self._idle = self._idle, []
+            self._count -= len(idle)
+            self._cond.notify_all()
+        for conn in idle:
+            conn.close()
+
+
+class HTTPTransport:
+    """The default synchronous HTTP/1.1 transport: stdlib sockets, keep-alive, pooled.
+
+    One instance is meant to be shared by all threads of a program: it keeps up to
+    ``max_connections`` keep-alive connections per (host, port) and makes a request wait (within
+    its timeout) for a free one when all are busy.
+
+    Args:
+        url: the server, ``http://host:port`` or ``https://host:port`` (a bare ``host:port``
+            means http). Requests with an origin-form target (``/v2/...``) go there; a request
+            whose target is an absolute URL goes to that URL's origin instead. Must not carry a
+            path: base paths belong in the request target.
+        timeout: default whole-request timeout in seconds (``None``: wait forever), used when
+            ``HTTPRequest.timeout`` is ``None``. Covers waiting for a pooled connection,
+            connecting, sending and receiving.
+        connect_timeout: upper bound for establishing a connection (TCP + TLS handshake).
+        max_connections: connections per (host, port).
+        verify: verify the server certificate and host name (https). Keep it on.
+        ca_file, ca_dir: trust these CAs instead of the system store.
+        cert_file, key_file, key_password: client certificate for mutual TLS.
+        ssl_context: a ready :class:`ssl.SSLContext`; replaces all the TLS options above.
+        server_hostname: host name for SNI and certificate checks, when it differs from the
+            host connected to (e.g. connecting by IP address).
+        max_header_size: largest response head accepted (protects against hostile servers).
+
+    Example::
+
+        from kserve_v2.transport import HTTPRequest, HTTPTransport
+
+        with HTTPTransport("http://localhost:8000", timeout=10) as transport:
+            response = transport.handle_request(HTTPRequest("GET", "/v2/health/ready"))
+            assert response.status == 200
+    """
+
+    def __init__(
+        self,
+        url: str | None = None,
+        *,
+        timeout: float | None = 60.0,
+        connect_timeout: float | None = 10.0,
+        max_connections: int = 16,
+        verify: bool = True,
+        ca_file: StrPath | None = None,
+        ca_dir: StrPath | None = None,
+        cert_file: StrPath | None = None,
+        key_file: StrPath | None = None,
+        key_password: str | None = None,
+        ssl_context: ssl.SSLContext | None = None,
+        server_hostname: str | None = None,
+        max_header_size: int = DEFAULT_MAX_HEADER_SIZE,
+    ) -> None:
+        if max_connections < 1:
+            raise InvalidInputError("max_connections must be at least 1", value=max_connections)
+        self._timeout = timeout
+        self._connect_timeout = connect_timeout
+        self._max_connections = max_connections
+        self._max_header_size = max_header_size
+        self._server_hostname = server_hostname
+        self._ssl_context = ssl_context
+        # Built on first https use, so that plain-http users never load a trust store.
+        self._make_ssl_context: Callable[[], ssl.SSLContext] = lambda: make_ssl_context(
+            verify=verify,
+            ca_file=ca_file,
+            ca_dir=ca_dir,
+            cert_file=cert_file,
+            key_file=key_file,
+            key_password=key_password,
+        )
+        self._pools: dict[tuple[bool, str, int], _Pool] = {}
+        self._lock = threading.Lock()
+        self._closed = False
+        self._pool: _Pool | None = None
+        if url is not None:
+            origin, path = parse_origin(url)
+            if path != "/":
+                raise InvalidInputError(
+                    f"the transport URL must not have a path or query ({url!r}); "
+                    "put base paths in the request target",
+                    value=url,
+                )
+            self._pool = self._get_pool(origin)
+
+    # -- public API --------------------------------------------------------------------------
+
+    def handle_request(self, request: HTTPRequest) -> HTTPResponse:
+        """Send ``request`` and return the complete (decompressed) response."""
+        timeout = self._timeout if request.timeout is None else request.timeout
+        deadline = None if timeout is None else monotonic() + timeout
+        target = request.target
+        pool = self._pool
+        if pool is None or target[:1] != "/":
+            pool, target = self._route(target)
+        body = request.body
+        length = body_length(body) if body else 0
+        head = serialize_head(
+            request.method, target, pool.origin.host_header, request.headers, length
+        )
+        conn = self._exchange(pool, head, body, length, request.method == "HEAD", deadline, False)
+        parser = conn.parser
+        status = parser.status
+        headers = parser.headers
+        reason = parser.reason
+        data = parser.body
+        if parser.keep_alive:
+            pool.checkin(conn, monotonic())
+        else:
+            pool.discard(conn)
+        encoding = headers.get("content-encoding")
+        if encoding is not None:
+            data = decode_body(data, encoding)
+        return HTTPResponse(status, headers, data, reason)
+
+    @contextmanager
+    def stream(self, request: HTTPRequest) -> Iterator[_StreamingResponse]:
+        """Send ``request`` and give its response with a body to be read incrementally.
+
+        The request timeout covers connecting, sending and receiving the response head; after
+        that each read of the body waits at most that long for new bytes (a stream of
+        Server-Sent Events may last longer than any sensible whole-request timeout).
+
+        Example::
+
+            with transport.stream(HTTPRequest("POST", "/v2/models/m/generate_stream",
+                                              body=[b"{}"])) as response:
+                for piece in response.iter_bytes():
+                    print(piece)
+        """
+        timeout = self._timeout if request.timeout is None else request.timeout
+        deadline = None if timeout is None else monotonic() + timeout
+        pool, target = self._route(request.target)
+        body = request.body
+        length = body_length(body) if body else 0
+        head = serialize_head(
+            request.method, target, pool.origin.host_header, request.headers, length
+        )
+        conn = self._exchange(pool, head, body, length, request.method == "HEAD", deadline, True)
+        response = _StreamingResponse(self, pool, conn, timeout)
+        try:
+            yield response
+        finally:
+            response._release()
+
+    def close(self) -> None:
+        """Close all pooled connections. Connections in use are closed when they come back."""
+        with self._lock:
+            self._closed = True
+            pools = list(self._pools.values())
+        for pool in pools:
+            pool.close()
+
+    def __enter__(self) -> HTTPTransport:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        where = self._pool.origin.url if self._pool is not None else "no default origin"
+        return f"<HTTPTransport {where}>"
+
+    # -- internals ---------------------------------------------------------------------------
+
+    def _get_pool(self, origin: Origin) -> _Pool:
+        key = origin.key()
+        with self._lock:
+            if self._closed:
+                raise TransportError("the transport is closed", url=origin.url)
+            pool = self._pools.get(key)
+            if pool is None:
+                ctx = None
+                if origin.tls:
+                    ctx = self._ssl_context
+                    if ctx is None:
+                        ctx = self._ssl_context = self._make_ssl_context()
+                pool = _Pool(origin, self._max_connections, ctx, self._server_hostname)
+                self._pools[key] = pool
+            return pool
+
+    def _route(self, target: str) -> tuple[_Pool, str]:
+        if target[:1] == "/":
+            pool = self._pool
+            if pool is None:
+                raise InvalidInputError(
+                    "this transport has no URL: request targets must be absolute URLs",
+                    value=target,
+                )
+            return pool, target
+        origin, path = parse_origin(target)
+        return self._get_pool(origin), path
+
+    def _connect(self, pool: _Pool, deadline: float | None) -> _Connection:
+        origin = pool.origin
+        timeout = self._connect_timeout
+        if deadline is not None:
+            remaining = deadline - monotonic()
+            if remaining <= 0:
+                raise DeadlineExceededError("request timed out", url=origin.url)
+            timeout = remaining if timeout is None else min(timeout, remaining)
+        try:
+            sock = socket.create_connection((origin.host, origin.port), timeout)
+        except TimeoutError as exc:
+            raise DeadlineExceededError(f"timed out connecting to {origin.url}") from exc
+        except socket.gaierror as exc:
+            raise TransportError(
+                f"cannot resolve host {origin.host!r}: {exc.strerror}", url=origin.url
+            ) from exc
+        except OSError as exc:
+            raise TransportError(f"cannot connect: {exc.strerror or exc}", url=origin.url) from exc
+        try:
+            # Small requests must not wait for Nagle's algorithm to coalesce them.
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            if pool.ssl_context is not None:
+                sock = pool.ssl_context.wrap_socket(
+                    sock, server_hostname=pool.server_hostname or origin.host
+                )
+        except ssl.SSLCertVerificationError as exc:
+            sock.close()
+            raise TransportError(
+                f"TLS certificate verification failed: {exc.verify_message or exc}",
+                url=origin.url,
+            ) from exc
+        except TimeoutError as exc:
+            sock.close()
+            raise DeadlineExceededError("timed out in the TLS handshake", url=origin.url) from exc
+        except (ssl.SSLError, OSError) as exc:
+            sock.close()
+            raise TransportError(f"TLS handshake failed: {exc}", url=origin.url) from exc
+        return _Connection(sock, origin.tls, timeout, self._max_header_size)
+
+    def _exchange(
+        self,
+        pool: _Pool,
+        head: bytes,
+        body: Sequence[BytesLike],
+        length: int,
+        head_request: bool,
+        deadline: float | None,
+        stream: bool,
+    ) -> _Connection:
+        """Send the request and receive the response (or only its head when ``stream``).
+
+        Returns the connection; the caller checks it back in or discards it. A pooled connection
+        that turns out to be closed before any response byte arrived is replaced once.
+        """
+        conn = pool.checkout(deadline)
+        try:
+            if (
+                conn is not None
+                and conn.idle_since
+                and (monotonic() - conn.idle_since > _IDLE_CHECK_AFTER and conn.looks_dead())
+            ):
+                conn.close()
+                conn = None
+            if conn is None:
+                conn = self._connect(pool, deadline)
+            try:
+                self._roundtrip(conn, head, body, length, head_request, deadline, stream)
+            except _NoResponse as exc:
+                if not conn.reused:
+                    raise TransportError(
+                        "the server closed the connection without sending a response",
+                        url=pool.origin.url,
+                    ) from exc.__cause__
+                # A keep-alive connection the server had already closed: one fresh try.
+                conn.close()
+                conn = None
+                conn = self._connect(pool, deadline)
+                try:
+                    self._roundtrip(conn, head, body, length, head_request, deadline, stream)
+                except _NoResponse as exc2:
+                    raise TransportError(
+                        "the server closed the connection without sending a response",
+                        url=pool.origin.url,
+                    ) from exc2.__cause__
+            return conn
+        except BaseException:
+            pool.discard(conn)
+            raise
+
+    def _roundtrip(
+        self,
+        conn: _Connection,
+        head: bytes,
+        body: Sequence[BytesLike],
+        length: int,
+        head_request: bool,
+        deadline: float | None,
+        stream: bool,
+    ) -> None:
+        parser = conn.parser
+        parser.start(head_request=head_request, stream=stream)
+        try:
+            self._send(conn, head, body, length, deadline)
+        except _LOST as exc:
+            # The server may have answered early (e.g. 413) and closed: read what it sent.
+            try:
+                self._receive(conn, deadline, stream)
+            except _NoResponse:
+                if conn.reused:
+                    raise _NoResponse from exc  # stale keep-alive connection: retried
+                raise TransportError(f"connection lost while sending the request: {exc}") from exc
+            # Errors after some response bytes propagate as they are: never retried.
+            parser.keep_alive = False  # the request was not sent whole
+            return
+        self._receive(conn, deadline, stream)
+
+    def _send(
+        self,
+        conn: _Connection,
+        head: bytes,
+        body: Sequence[BytesLike],
+        length: int,
+        deadline: float | None,
+    ) -> None:
+        conn.arm(deadline, True)
+        sock = conn.sock
+        try:
+            if not body:
+                sock.sendall(head)
+            elif conn.tls or not _HAS_SENDMSG:
+                if length <= _TLS_COALESCE:
+                    # One TLS record instead of one per buffer; only small bodies are joined.
+                    sock.sendall(head + b"".join(body))
+                else:
+                    sock.sendall(head)
+                    for part in body:
+                        self._send_sliced(conn, part, deadline)
+            else:
+                total = len(head) + length
+                sent = sock.sendmsg([head, *body]) if len(body) < _IOV_MAX else 0
+                if sent != total:
+                    self._sendmsg_rest(conn, [head, *body], sent, deadline)
+        except (TimeoutError, BlockingIOError) as exc:  # BlockingIOError: SO_SNDTIMEO expired
+            raise DeadlineExceededError("request timed out while sending") from exc
+        except (TypeError, BufferError) as exc:
+            raise InvalidInputError(
+                f"request body parts must be contiguous bytes-like objects: {exc}"
+            ) from exc
+        except _LOST:
+            raise
+        except (OSError, ssl.SSLError) as exc:
+            raise TransportError(f"cannot send the request: {exc}") from exc
+
+    def _send_sliced(self, conn: _Connection, part: BytesLike, deadline: float | None) -> None:
+        with memoryview(part) as view, view.cast("B") as data:
+            for offset in range(0, len(data), _TLS_SLICE):
+                conn.arm(deadline, True)
+                conn.sock.sendall(data[offset : offset + _TLS_SLICE])
+
+    def _sendmsg_rest(
+        self,
+        conn: _Connection,
+        buffers: list[BytesLike],
+        sent: int,
+        deadline: float | None,
+    ) -> None:
+        """Finish a partial ``sendmsg``: skip what went out, resend the rest in IOV_MAX batches."""
+        views = [memoryview(b).cast("B") for b in buffers]
+        index = 0
+        sendmsg = conn.sock.sendmsg
+        while True:
+            # Drop the fully sent buffers, trim the partly sent one.
+            while index < len(views) and sent >= views[index].nbytes:
+                sent -= views[index].nbytes
+                index += 1
+            if index == len(views):
+                return
+            if sent:
+                views[index] = views[index][sent:]
+            conn.arm(deadline, True)
+            sent = sendmsg(views[index : index + _IOV_MAX])
+
+    def _receive(self, conn: _Connection, deadline: float | None, head_only: bool) -> None:
+        """Receive until the response is complete (``head_only``: until its head is parsed)."""
+        parser = conn.parser
+        recv_into = conn.sock.recv_into
+        arm = conn.arm
+        while True:
+            arm(deadline, False)
+            try:
+                n = recv_into(parser.get_buffer())
+            except (TimeoutError, BlockingIOError) as exc:  # BlockingIOError: SO_RCVTIMEO
+                raise DeadlineExceededError("request timed out waiting for the response") from exc
+            except _LOST as exc:
+                if not parser.got_bytes:
+                    raise _NoResponse from exc
+                raise TransportError(f"connection lost while receiving: {exc}") from exc
+            except (OSError, ssl.SSLError) as exc:
+                raise TransportError(f"cannot receive the response: {exc}") from exc
+            if n:
+                if parser.buffer_updated(n) or (head_only and parser.head_done):
+                    return
+            else:
+                if not parser.got_bytes:
+                    raise _NoResponse
+                parser.eof_received()
+                return
+
+
+class _StreamingResponse:
+    """A response being received; returned by :meth:`HTTPTransport.stream`."""
+
+    __slots__ = (
+        "_conn",
+        "_decoder",
+        "_pool",
+        "_timeout",
+        "_transport",
+        "headers",
+        "reason",
+        "status",
+    )
+
+    def __init__(
+        self,
+        transport: HTTPTransport,
+        pool: _Pool,
+        conn: _Connection,
+        timeout: float | None,
+    ) -> None:
+        parser = conn.parser
+        self.status: int = parser.status
+        self.headers: Mapping[str, str] = parser.headers
+        self.reason: str = parser.reason
+        self._transport = transport
+        self._pool: _Pool | None = pool
+        self._conn = conn
+        self._timeout = timeout
+        self._decoder = StreamDecoder(parser.headers.get("content-encoding"))
+
+    def iter_bytes(self) -> Iterator[bytes]:
+        """Yield the (decompressed) body in pieces as they arrive."""
+        parser = self._conn.parser
+        decoder = self._decoder
+        while True:
+            if self._pool is None:
+                raise TransportError("the streamed response is closed")
+            for piece in parser.take_pieces():
+                if decoder.active:
+                    piece = decoder.decode(piece)
+                if piece:
+                    yield piece
+            if parser.done:
+                tail = decoder.flush()
+                if tail:
+                    yield tail
+                return
+            timeout = self._timeout
+            self._transport._receive(
+                self._conn, None if timeout is None else monotonic() + timeout, True
+            )
+
+    def read(self) -> bytes:
+        """Read the rest of the body."""
+        return b"".join(self.iter_bytes())
+
+    def _release(self) -> None:
+        pool = self._pool
+        if pool is None:
+            return
+        self._pool = None
+        parser = self._conn.parser
+        if parser.done and parser.keep_alive:
+            pool.checkin(self._conn, monotonic())
+        else:
+            pool.discard(self._conn)

@@ -1,0 +1,223 @@
+"""What only one of the default transports has: asyncio tasks and cancellation, pool slots."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+from collections.abc import Callable
+
+import pytest
+
+from kserve_v2.errors import DeadlineExceededError, InvalidInputError, TransportError
+from kserve_v2.transport import (
+    AsyncHTTPTransport,
+    AsyncTransport,
+    HTTPRequest,
+    HTTPTransport,
+    Transport,
+)
+from kserve_v2.transport.httpx import AsyncHTTPXTransport, HTTPXTransport
+from tests.transport.servers import RawServer, Request, ServerConn, echo_app, keep_alive
+
+Serve = Callable[..., RawServer]
+
+
+def _slow_echo(request: Request, conn: ServerConn) -> None:
+    conn.sleep(float(request.headers.get("x-delay", "0")))
+    conn.respond(200, request.body)
+
+
+def test_protocol_conformance() -> None:
+    with HTTPTransport("http://127.0.0.1:1") as sync, HTTPXTransport("http://127.0.0.1:1") as hx:
+        assert isinstance(sync, Transport)
+        assert isinstance(hx, Transport)
+    assert isinstance(AsyncHTTPTransport("http://127.0.0.1:1"), AsyncTransport)
+    assert isinstance(AsyncHTTPXTransport("http://127.0.0.1:1"), AsyncTransport)
+
+
+@pytest.mark.parametrize(
+    "url", ["ftp://host", "http://", "http://host:99999", "http://host/base/path", "http://h:x"]
+)
+def test_bad_urls(url: str) -> None:
+    with pytest.raises(InvalidInputError):
+        HTTPTransport(url)
+
+
+def test_origin_form_target_needs_a_url() -> None:
+    with HTTPTransport() as transport, pytest.raises(InvalidInputError):
+        transport.handle_request(HTTPRequest("GET", "/v2"))
+
+
+async def test_many_concurrent_tasks(serve: Serve) -> None:
+    server = serve(keep_alive(_slow_echo))
+    async with AsyncHTTPTransport(server.url, max_connections=3) as transport:
+
+        async def one(i: int) -> bytes:
+            request = HTTPRequest(
+                "POST", f"/{i}", headers=[("X-Delay", "0.01")], body=[b"task %d" % i]
+            )
+            return bytes((await transport.handle_async_request(request)).body)
+
+        results = await asyncio.gather(*(one(i) for i in range(60)))
+    assert results == [b"task %d" % i for i in range(60)]
+    assert server.connections <= 3
+
+
+async def test_cancelled_request_frees_its_connection(serve: Serve) -> None:
+    server = serve(keep_alive(_slow_echo))
+    async with AsyncHTTPTransport(server.url, max_connections=1) as transport:
+        slow = asyncio.ensure_future(
+            transport.handle_async_request(
+                HTTPRequest("POST", "/", headers=[("X-Delay", "1")], body=[b"slow"])
+            )
+        )
+        await asyncio.sleep(0.2)
+        slow.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await slow
+        # The pool's only slot came back, and the half-done connection was not reused.
+        response = await transport.handle_async_request(HTTPRequest("POST", "/", body=[b"next"]))
+        assert bytes(response.body) == b"next"
+    assert server.connections == 2
+
+
+async def test_cancelled_waiter_passes_its_turn_on(serve: Serve) -> None:
+    server = serve(keep_alive(_slow_echo))
+    async with AsyncHTTPTransport(server.url, max_connections=1) as transport:
+        delay = [("X-Delay", "0.3")]
+        first = asyncio.ensure_future(
+            transport.handle_async_request(HTTPRequest("POST", "/", headers=delay, body=[b"1"]))
+        )
+        await asyncio.sleep(0.05)
+        waiting = asyncio.ensure_future(
+            transport.handle_async_request(HTTPRequest("POST", "/", body=[b"2"]))
+        )
+        third = asyncio.ensure_future(
+            transport.handle_async_request(HTTPRequest("POST", "/", body=[b"3"]))
+        )
+        await asyncio.sleep(0.05)
+        waiting.cancel()
+        assert bytes((await first).body) == b"1"
+        assert bytes((await third).body) == b"3"
+        with pytest.raises(asyncio.CancelledError):
+            await waiting
+
+
+async def test_async_pool_wait_timeout(serve: Serve) -> None:
+    server = serve(keep_alive(_slow_echo))
+    async with AsyncHTTPTransport(server.url, max_connections=1) as transport:
+        busy = asyncio.ensure_future(
+            transport.handle_async_request(
+                HTTPRequest("POST", "/", headers=[("X-Delay", "0.5")], body=[b"x"])
+            )
+        )
+        await asyncio.sleep(0.05)
+        with pytest.raises(DeadlineExceededError, match="pooled connections"):
+            await transport.handle_async_request(HTTPRequest("GET", "/", timeout=0.1))
+        assert (await busy).status == 200
+
+
+def test_other_event_loop_is_refused_while_connections_are_open(serve: Serve) -> None:
+    server = serve(keep_alive(echo_app))
+    transport = AsyncHTTPTransport(server.url)
+    loop1 = asyncio.new_event_loop()
+    loop2 = asyncio.new_event_loop()
+    try:
+        loop1.run_until_complete(transport.handle_async_request(HTTPRequest("GET", "/")))
+        with pytest.raises(TransportError, match="another event loop"):
+            loop2.run_until_complete(transport.handle_async_request(HTTPRequest("GET", "/")))
+        loop1.run_until_complete(transport.aclose())
+    finally:
+        loop1.close()
+        loop2.close()
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def test_failures_do_not_leak_pool_slots(serve: Serve) -> None:
+    port = _free_port()
+    with HTTPTransport(f"http://127.0.0.1:{port}", max_connections=1, timeout=5) as transport:
+        for _ in range(5):
+            with pytest.raises(TransportError):
+                transport.handle_request(HTTPRequest("GET", "/"))
+    server = serve(keep_alive(_slow_echo))
+    with HTTPTransport(server.url, max_connections=1, timeout=5) as transport:
+        for _ in range(3):
+            with pytest.raises(DeadlineExceededError):
+                transport.handle_request(
+                    HTTPRequest("GET", "/", headers=[("X-Delay", "0.5")], timeout=0.05)
+                )
+        assert transport.handle_request(HTTPRequest("POST", "/", body=[b"ok"])).body == b"ok"
+
+
+async def test_async_failures_do_not_leak_pool_slots() -> None:
+    port = _free_port()
+    async with AsyncHTTPTransport(f"http://127.0.0.1:{port}", max_connections=1) as transport:
+        for _ in range(5):
+            with pytest.raises(TransportError):
+                await transport.handle_async_request(HTTPRequest("GET", "/", timeout=5))
+
+
+def test_stream_left_early_closes_the_connection(serve: Serve) -> None:
+    def app(request: Request, conn: ServerConn) -> None:
+        conn.respond_chunked([b"x" * 1000] * 100)
+
+    server = serve(keep_alive(app))
+    with HTTPTransport(server.url) as transport:
+        with transport.stream(HTTPRequest("GET", "/")) as response:
+            assert next(iter(response.iter_bytes()))
+        # Not read to the end: the connection cannot carry another request.
+        assert transport.handle_request(HTTPRequest("GET", "/")).status == 200
+    assert server.connections == 2
+
+
+async def test_async_stream_left_early_closes_the_connection(serve: Serve) -> None:
+    def app(request: Request, conn: ServerConn) -> None:
+        conn.respond_chunked([b"x" * 1000] * 100)
+
+    server = serve(keep_alive(app))
+    async with AsyncHTTPTransport(server.url) as transport:
+        async with transport.astream(HTTPRequest("GET", "/")) as response:
+            async for piece in response.aiter_bytes():
+                assert piece
+                break
+        assert (await transport.handle_async_request(HTTPRequest("GET", "/"))).status == 200
+    assert server.connections == 2
+
+
+async def test_slow_stream_consumer_gets_everything(serve: Serve) -> None:
+    # Many small chunks while the consumer sleeps: reading pauses and resumes.
+    pieces = [b"%06d" % i for i in range(3000)]
+    server = serve(keep_alive(lambda req, conn: conn.respond_chunked(pieces)))
+    async with AsyncHTTPTransport(server.url) as transport:
+        got = []
+        async with transport.astream(HTTPRequest("GET", "/")) as response:
+            async for piece in response.aiter_bytes():
+                got.append(piece)
+                if len(got) == 1:
+                    await asyncio.sleep(0.3)
+        assert b"".join(got) == b"".join(pieces)
+
+
+async def test_stream_per_read_timeout(serve: Serve) -> None:
+    def app(request: Request, conn: ServerConn) -> None:
+        conn.send(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nfirst\r\n")
+        conn.sleep(1.0)
+        conn.send(b"0\r\n\r\n")
+
+    server = serve(keep_alive(app))
+    request = HTTPRequest("GET", "/", timeout=0.3)
+    async with AsyncHTTPTransport(server.url) as transport, transport.astream(request) as response:
+        iterator = response.aiter_bytes()
+        assert await iterator.__anext__() == b"first"
+        with pytest.raises(DeadlineExceededError):
+            await iterator.__anext__()
+    with HTTPTransport(server.url) as sync, sync.stream(request) as sync_response:
+        pieces = sync_response.iter_bytes()
+        assert next(pieces) == b"first"
+        with pytest.raises(DeadlineExceededError):
+            next(pieces)
