@@ -530,7 +530,15 @@ class ResponseParser:
             self._start = start + length
             self._finish()
             return
-        body = bytearray(length)
+        try:
+            body = bytearray(length)
+        except MemoryError:
+            # A peer's Content-Length must not crash the caller: say what it claimed.
+            raise ProtocolError(
+                f"response announces a {length}-byte body (Content-Length) that cannot be "
+                "allocated",
+                value=length,
+            ) from None
         body[:avail] = self._view[start : self._end]
         self.body = body
         self._body_view = memoryview(body)

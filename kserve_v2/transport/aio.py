@@ -473,6 +473,8 @@ class AsyncHTTPTransport:
         headers = parser.headers
         reason = parser.reason
         data = parser.body
+        # A pooled connection must not keep the last (maybe huge) body alive until reused.
+        parser.body = bytearray()
         self._release(pool, conn)
         encoding = headers.get("content-encoding")
         if encoding is not None:

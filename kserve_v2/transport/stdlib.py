@@ -425,6 +425,8 @@ class HTTPTransport:
         headers = parser.headers
         reason = parser.reason
         data = parser.body
+        # A pooled connection must not keep the last (maybe huge) body alive until reused.
+        parser.body = bytearray()
         if parser.keep_alive:
             pool.checkin(conn, monotonic())
         else:
