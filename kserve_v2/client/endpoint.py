@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Final
-from urllib.parse import urlsplit
+from urllib.parse import quote, unquote, urlsplit
 
 from kserve_v2.errors import InvalidInputError
 
@@ -15,7 +15,10 @@ _DEFAULT_PORTS: Final = {"http": 80, "https": 443, "grpc": 8001, "grpcs": 8001}
 
 @dataclass(frozen=True, slots=True)
 class Endpoint:
-    """Where a server is: ``scheme`` is http, https, grpc or grpcs."""
+    """Where a server is: ``scheme`` is http, https, grpc or grpcs.
+
+    ``base_path`` is decoded (``/my ns``, not ``/my%20ns``): request targets encode it once.
+    """
 
     scheme: str
     host: str
@@ -37,7 +40,7 @@ class Endpoint:
         return f"{host}:{self.port}"
 
     def __str__(self) -> str:
-        return f"{self.scheme}://{self.authority}{self.base_path}"
+        return f"{self.scheme}://{self.authority}{quote(self.base_path, safe='/')}"
 
 
 def parse_url(url: str) -> Endpoint:
@@ -73,7 +76,8 @@ def parse_url(url: str) -> Endpoint:
             f"server URL {url!r} must not carry a query or fragment; pass query=... per call",
             value=url,
         )
-    base_path = parts.path.rstrip("/")
+    # Decoded here because RestPaths percent-encodes it: "/a%20b" must not become "/a%2520b".
+    base_path = unquote(parts.path).rstrip("/")
     if base_path and scheme.startswith("grpc"):
         raise InvalidInputError(f"gRPC URLs take no path, got {url!r}", value=url)
     return Endpoint(scheme, host, port or _DEFAULT_PORTS[scheme], base_path)

@@ -1,0 +1,96 @@
+"""The HTTP requests the client builds, without a server: targets, headers, timeouts."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from kserve_v2 import InferInput, InferRequest, InvalidInputError
+from kserve_v2.client.endpoint import parse_url
+from kserve_v2.client.http import HTTPProtocol
+
+
+def protocol(url: str, **options: object) -> HTTPProtocol:
+    return HTTPProtocol(parse_url(url), **options)  # type: ignore[arg-type]
+
+
+def simple_request(version: str = "") -> InferRequest:
+    tensor = InferInput("INPUT0", np.zeros((1, 16), dtype=np.int32))
+    return InferRequest("simple", (tensor,), model_version=version)
+
+
+@pytest.mark.parametrize(
+    ("url", "prefix"),
+    [
+        ("http://gw:8000", ""),
+        ("http://gw:8000/", ""),
+        ("http://gw:8000/serving/ns/model", "/serving/ns/model"),
+        ("http://gw:8000/serving/ns/model/", "/serving/ns/model"),
+        ("https://gw/my%20gateway", "/my%20gateway"),  # encoded once, not "%2520"
+    ],
+)
+def test_base_path_prefixes_every_target(url: str, prefix: str) -> None:
+    http = protocol(url)
+    assert [
+        http.server_live().request.target,
+        http.server_ready().request.target,
+        http.server_metadata().request.target,
+        http.model_ready("simple", "1").request.target,
+        http.model_metadata("simple").request.target,
+        http.infer(simple_request("1")).request.target,
+    ] == [
+        f"{prefix}/v2/health/live",
+        f"{prefix}/v2/health/ready",
+        f"{prefix}/v2",
+        f"{prefix}/v2/models/simple/versions/1/ready",
+        f"{prefix}/v2/models/simple",
+        f"{prefix}/v2/models/simple/versions/1/infer",
+    ]
+
+
+def test_base_path_survives_printing_the_url() -> None:
+    endpoint = parse_url("http://gw:8000/my%20gateway/")
+    assert str(endpoint) == "http://gw:8000/my%20gateway"
+    assert parse_url(str(endpoint)) == endpoint
+
+
+def test_query_of_a_call_follows_the_prefixed_path() -> None:
+    http = protocol("http://gw:8000/base")
+    call = http.infer(simple_request(), query=[("a", "x y"), ("b", False)])
+    assert call.request.target == "/base/v2/models/simple/infer?a=x+y&b=false"
+
+
+def test_call_headers_follow_the_client_headers() -> None:
+    http = protocol(
+        "http://gw:8000", headers={"Authorization": "Bearer t"}, accept_compression="gzip"
+    )
+    request = http.server_live(headers=[("X-Call", "1")]).request
+    assert list(request.headers) == [
+        ("Accept-Encoding", "gzip"),
+        ("Authorization", "Bearer t"),
+        ("X-Call", "1"),
+    ]
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [{"X-Bad": "a\r\nInjected: yes"}, {"X-Bad:": "a"}, {"X-Bad": 1}, [("X\nBad", "a")]],
+)
+def test_headers_that_could_split_the_request_are_refused(headers: object) -> None:
+    http = protocol("http://gw:8000")
+    with pytest.raises(InvalidInputError):
+        http.server_live(headers=headers)
+
+
+def test_call_timeout_overrides_the_client_default() -> None:
+    http = protocol("http://gw:8000", timeout=5.0)
+    assert http.server_live().request.timeout == 5.0
+    assert http.server_live(timeout=0.5).request.timeout == 0.5
+
+
+@pytest.mark.parametrize("encoding", ["br", "GZIP ", ""])
+def test_unknown_compressions_are_refused(encoding: str) -> None:
+    with pytest.raises(InvalidInputError):
+        protocol("http://gw:8000", request_compression=encoding)
+    with pytest.raises(InvalidInputError):
+        protocol("http://gw:8000").infer(simple_request(), compression=encoding)
