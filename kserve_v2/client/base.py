@@ -5,7 +5,7 @@ from __future__ import annotations
 import ssl
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from kserve_v2.client.endpoint import Endpoint, parse_url
 from kserve_v2.client.http import Headers, HTTPProtocol
@@ -18,6 +18,9 @@ from kserve_v2.messages import (
     RepositoryModel,
     ServerMetadata,
 )
+
+if TYPE_CHECKING:
+    from kserve_v2.grpc.channel import GRPCKeepAlive
 
 __all__ = ["Backend", "Call", "ClientBase", "TLSOptions"]
 
@@ -134,7 +137,9 @@ class ClientBase:
         tls: TLSOptions | None = None,
         wire_hook: WireHook | None = None,
         verbose: bool = False,
-        grpc_options: dict[str, Any] | None = None,
+        grpc_options: Mapping[str, Any] | None = None,
+        grpc_credentials: Any = None,
+        grpc_keepalive: GRPCKeepAlive | None = None,
     ) -> None:
         self.endpoint: Endpoint = parse_url(url)
         for name, value in (("timeout", timeout), ("connect_timeout", connect_timeout)):
@@ -149,9 +154,14 @@ class ClientBase:
             )
         self._hook: WireHook | None = wire_hook or (print_hook() if verbose else None)
         self._closed = False
+        # Open gRPC streams, cancelled when the client closes (their threads/tasks end then).
+        self._streams: set[Any] = set()
         if self.endpoint.protocol == "http":
-            if grpc_options:
-                raise InvalidInputError("grpc_options apply to grpc:// URLs only")
+            if grpc_options or grpc_credentials is not None or grpc_keepalive is not None:
+                raise InvalidInputError(
+                    "grpc_options, grpc_credentials and grpc_keepalive apply to grpc:// and "
+                    "grpcs:// URLs only"
+                )
             self._proto: Backend = HTTPProtocol(
                 self.endpoint,
                 headers=headers,
@@ -161,7 +171,27 @@ class ClientBase:
                 accept_compression=accept_compression,
             )
         else:
-            raise NotImplementedError("gRPC support is added by kserve_v2.grpc")
+            # Imported here: kserve_v2 must import without grpcio and protobuf.
+            from kserve_v2.grpc.channel import channel_config, check_compression
+            from kserve_v2.grpc.protocol import GRPCProtocol
+
+            # gRPC always accepts gzip/deflate answers; the server chooses whether to compress.
+            check_compression(accept_compression, "accept_compression")
+            check_compression(request_compression, "request_compression")
+            self._grpc_config = channel_config(
+                self.endpoint,
+                tls=tls,
+                credentials=grpc_credentials,
+                keepalive=grpc_keepalive,
+                options=grpc_options,
+                compression=request_compression,
+            )
+            self._proto = GRPCProtocol(
+                self.endpoint,
+                headers=headers,
+                timeout=timeout,
+                compression=request_compression,
+            )
 
     def _transport_kwargs(self, pool_size: int) -> dict[str, Any]:
         """Arguments for the default HTTP transports (sync and async take the same)."""

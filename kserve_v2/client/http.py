@@ -7,18 +7,36 @@ the request through their transport (and tell the wire hook), so all logic lives
 
 from __future__ import annotations
 
+import base64
+import json
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import Any, Final, Generic, TypeVar
+from urllib.parse import urlsplit
 
 from kserve_v2.client.endpoint import Endpoint
+from kserve_v2.client.extensions import (
+    log_settings_update,
+    normalize_load_request,
+    trace_settings_update,
+)
 from kserve_v2.client.wire import WireHook, WireMessage
-from kserve_v2.errors import InvalidInputError
-from kserve_v2.messages import InferRequest, InferResult, ModelMetadata, ServerMetadata
+from kserve_v2.errors import InvalidInputError, ProtocolError, ServerError
+from kserve_v2.messages import (
+    InferRequest,
+    InferResult,
+    ModelMetadata,
+    RepositoryModel,
+    ServerMetadata,
+)
+from kserve_v2.metrics import MetricFamily, parse_metrics
 from kserve_v2.rest import codec
 from kserve_v2.rest.compression import SUPPORTED_ENCODINGS, compress
 from kserve_v2.rest.paths import QueryParams, RestPaths, with_query
+from kserve_v2.rest.sse import ServerSentEvent, SSEDecoder
+from kserve_v2.shm.cuda import cuda_register_body
+from kserve_v2.shm.system import system_register_body
 from kserve_v2.transport.base import (
     AsyncTransport,
     BytesLike,
@@ -27,7 +45,17 @@ from kserve_v2.transport.base import (
     Transport,
 )
 
-__all__ = ["HTTPCall", "HTTPProtocol", "Headers"]
+__all__ = [
+    "DEFAULT_METRICS_PORT",
+    "HTTPCall",
+    "HTTPProtocol",
+    "HTTPStreamCall",
+    "Headers",
+    "metrics_call",
+]
+
+#: Triton's default metrics port, used when ``metrics()`` is given no URL.
+DEFAULT_METRICS_PORT: Final = 8002
 
 T = TypeVar("T")
 
@@ -150,6 +178,222 @@ def _infer_result(response: HTTPResponse) -> InferResult:
     return codec.decode_infer_response(response.body, codec.header_length_of(response.headers))
 
 
+def _json_any(response: HTTPResponse, what: str) -> Any:
+    body = bytes(_ok(response).body)
+    try:
+        return json.loads(body)
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        raise ProtocolError(f"{what} is not valid JSON: {exc}", value=body[:200]) from None
+
+
+def _json_objects(response: HTTPResponse, what: str) -> list[dict[str, Any]]:
+    """A JSON array of objects (the shared-memory status answers)."""
+    obj = _json_any(response, what)
+    if not isinstance(obj, list) or not all(isinstance(item, dict) for item in obj):
+        raise ProtocolError(f"{what} must be a JSON array of objects", value=obj)
+    return obj
+
+
+def _repository_index(response: HTTPResponse) -> list[RepositoryModel]:
+    models = []
+    for index, entry in enumerate(_json_objects(response, "repository index")):
+        fields = {}
+        for key in ("name", "version", "state", "reason"):
+            value = entry.get(key, "")
+            if not isinstance(value, str) or (key == "name" and not value):
+                raise ProtocolError(
+                    f"repository index[{index}]: {key!r} must be a string, got {value!r:.80}",
+                    value=entry,
+                )
+            fields[key] = value
+        models.append(RepositoryModel(**fields))
+    return models
+
+
+def _error_in_body(obj: Mapping[str, Any], status: int) -> ServerError | None:
+    """The error a 2xx generate answer can carry (Triton reports some failures that way)."""
+    message = obj.get("error")
+    if message is None:
+        return None
+    text = message if isinstance(message, str) else json.dumps(message)
+    return ServerError(text, http_status=status, body=json.dumps(obj).encode("utf-8"))
+
+
+def _generate_result(response: HTTPResponse) -> dict[str, Any]:
+    obj = codec.decode_json_object(_ok(response).body, "generate response")
+    error = _error_in_body(obj, response.status)
+    if error is not None:
+        raise error
+    return obj
+
+
+def _generate_event(event: ServerSentEvent, status: int) -> dict[str, Any]:
+    """One ``generate_stream`` response; an error event raises :class:`ServerError`."""
+    if event.event == "error":
+        try:
+            obj = json.loads(event.data)
+        except (ValueError, RecursionError):
+            obj = None  # a plain-text error event: its data is the message
+        message = obj.get("error") if isinstance(obj, dict) else None
+        raise ServerError(
+            message if isinstance(message, str) else event.data,
+            http_status=status,
+            body=event.data.encode("utf-8"),
+        )
+    obj = codec.decode_json_object(event.data.encode("utf-8"), "generate_stream event")
+    error = _error_in_body(obj, status)
+    if error is not None:
+        raise error
+    return obj
+
+
+def _is_event_stream(headers: Mapping[str, str]) -> bool:
+    content_type = headers.get("content-type", "")
+    return content_type.split(";", 1)[0].strip().lower() == "text/event-stream"
+
+
+@dataclass(frozen=True, slots=True)
+class HTTPStreamCall(Generic[T]):
+    """A prepared exchange answered by Server-Sent Events (``generate_stream``).
+
+    :meth:`stream` and :meth:`astream` are generators: the request is sent on the first
+    ``next()``, events are parsed as the bytes arrive (:class:`~kserve_v2.rest.sse.SSEDecoder`)
+    and each becomes one ``decode_event(event, status)`` result. A response that is not an
+    event stream (an error status, or a plain JSON answer) goes to ``decode_whole``, which
+    raises for errors. Closing the generator early closes the response (its connection is
+    dropped, not reused). The wire hook sees the request, then one ``receive`` message with
+    the bytes read when the stream ends, fails or is closed.
+    """
+
+    request: HTTPRequest
+    decode_event: Callable[[ServerSentEvent, int], T]
+    decode_whole: Callable[[HTTPResponse], T]
+
+    def stream(self, transport: Transport, hook: WireHook | None) -> Generator[T, None, None]:
+        started = _hook_send(hook, self.request) if hook is not None else 0.0
+        received: list[bytes] = []
+        head: HTTPResponse | None = None
+        error: BaseException | None = None
+        try:
+            with transport.stream(self.request) as response:
+                status = response.status
+                head = HTTPResponse(status, response.headers)
+                if not (200 <= status < 300 and _is_event_stream(response.headers)):
+                    body = response.read()
+                    received.append(body)
+                    yield self.decode_whole(HTTPResponse(status, response.headers, body))
+                    return
+                decoder = SSEDecoder()
+                for piece in response.iter_bytes():
+                    if hook is not None:
+                        received.append(piece)
+                    for event in decoder.feed(piece):
+                        yield self.decode_event(event, status)
+                _check_stream_end(decoder)
+        except GeneratorExit:
+            raise  # the caller stopped early: not a failure
+        except BaseException as exc:
+            error = exc
+            raise
+        finally:
+            if hook is not None:
+                _hook_stream_end(hook, self.request, started, head, received, error)
+
+    async def astream(
+        self, transport: AsyncTransport, hook: WireHook | None
+    ) -> AsyncGenerator[T, None]:
+        started = _hook_send(hook, self.request) if hook is not None else 0.0
+        received: list[bytes] = []
+        head: HTTPResponse | None = None
+        error: BaseException | None = None
+        try:
+            async with transport.astream(self.request) as response:
+                status = response.status
+                head = HTTPResponse(status, response.headers)
+                if not (200 <= status < 300 and _is_event_stream(response.headers)):
+                    body = await response.aread()
+                    received.append(body)
+                    yield self.decode_whole(HTTPResponse(status, response.headers, body))
+                    return
+                decoder = SSEDecoder()
+                async for piece in response.aiter_bytes():
+                    if hook is not None:
+                        received.append(piece)
+                    for event in decoder.feed(piece):
+                        yield self.decode_event(event, status)
+                _check_stream_end(decoder)
+        except GeneratorExit:
+            raise
+        except BaseException as exc:
+            error = exc
+            raise
+        finally:
+            if hook is not None:
+                _hook_stream_end(hook, self.request, started, head, received, error)
+
+
+def _check_stream_end(decoder: SSEDecoder) -> None:
+    # The SSE specification drops an unfinished last event silently; a client that did so
+    # would hand out a truncated answer as if it were complete.
+    if decoder.pending:
+        raise ProtocolError("the event stream ended in the middle of an event")
+
+
+def _hook_stream_end(
+    hook: WireHook,
+    request: HTTPRequest,
+    started: float,
+    head: HTTPResponse | None,
+    received: list[bytes],
+    error: BaseException | None,
+) -> None:
+    response = None
+    if head is not None:
+        response = HTTPResponse(head.status, head.headers, b"".join(received), head.reason)
+    _hook_receive(hook, request, started, response, error)
+
+
+def _metrics_target(endpoint: Endpoint, url: str | None) -> str:
+    """The absolute URL to fetch metrics from: ``url``, or the server's host on port 8002."""
+    if url is None:
+        # Triton serves metrics over plain HTTP, whatever the inference endpoints use.
+        return f"http://{Endpoint('http', endpoint.host, DEFAULT_METRICS_PORT).authority}/metrics"
+    if not isinstance(url, str) or not url.strip():
+        raise InvalidInputError(f"metrics URL must be a non-empty string, got {url!r}", value=url)
+    text = url.strip()
+    if "://" not in text:
+        text = f"http://{text}"
+    parts = urlsplit(text)
+    if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
+        raise InvalidInputError(
+            f"metrics URL {url!r} must be http://host:port[/path] or https://...", value=url
+        )
+    try:
+        parts.port  # noqa: B018  (parses the port; a bad one raises ValueError)
+    except ValueError:
+        raise InvalidInputError(f"invalid port in metrics URL {url!r}", value=url) from None
+    path = parts.path or "/metrics"
+    query = f"?{parts.query}" if parts.query else ""
+    return f"{parts.scheme.lower()}://{parts.netloc}{path}{query}"
+
+
+def metrics_call(
+    endpoint: Endpoint,
+    url: str | None = None,
+    *,
+    headers: Headers | None = None,
+    timeout: float | None = None,
+) -> HTTPCall[dict[str, MetricFamily]]:
+    """A ``GET`` of the Prometheus metrics of the server at ``endpoint`` (or at ``url``).
+
+    Only the per-call ``headers`` are sent: the client's default headers (credentials, most
+    likely) are meant for the inference endpoint, and ``url`` may name another host.
+    """
+    target = _metrics_target(endpoint, url)
+    request = HTTPRequest("GET", target, _header_items(headers), (), timeout)
+    return HTTPCall(request, lambda r: parse_metrics(_ok(r).body))
+
+
 class HTTPProtocol:
     """Builds HTTP calls for one server; shared by :class:`Client` and :class:`AsyncClient`."""
 
@@ -254,7 +498,172 @@ class HTTPProtocol:
             request, binary_inputs=use_binary, binary_outputs=use_binary
         )
         target = self.paths.model_infer(request.model_name, request.model_version)
+        # Triton answers outputs placed in shared memory with neither data nor parameters;
+        # the decoder needs to know which ones those are.
+        placements = {o.name: o.shared_memory for o in request.outputs if o.shared_memory}
+        decode = (
+            _infer_result
+            if not placements
+            else lambda r: codec.decode_infer_response(
+                _ok(r).body, codec.header_length_of(r.headers), shared_memory=placements
+            )
+        )
         return HTTPCall(
             self.request("POST", target, body_headers=body.headers, body=body.parts, **kw),
-            _infer_result,
+            decode,
         )
+
+    # -- Triton extensions (kserve_v2/client/extensions.py documents the result shapes) ------
+
+    def model_config(self, model: str, version: str = "", **kw: Any) -> HTTPCall[dict[str, Any]]:
+        return self.get(self.paths.model_config(model, version), _json, **kw)
+
+    def model_statistics(
+        self, model: str = "", version: str = "", **kw: Any
+    ) -> HTTPCall[dict[str, Any]]:
+        if version and not model:
+            raise InvalidInputError("model_statistics: a version needs a model name")
+        return self.get(self.paths.model_statistics(model, version), _json, **kw)
+
+    def repository_index(
+        self, *, ready_only: bool = False, **kw: Any
+    ) -> HTTPCall[list[RepositoryModel]]:
+        body = {"ready": True} if ready_only else {}
+        return self.post_json(self.paths.repository_index(), body, _repository_index, **kw)
+
+    def load_model(
+        self,
+        model: str,
+        *,
+        config: str | None = None,
+        files: Mapping[str, bytes] | None = None,
+        **kw: Any,
+    ) -> HTTPCall[None]:
+        target = self.paths.repository_load(model)
+        config_text, wire_files = normalize_load_request(config, files)
+        parameters: dict[str, str] = {}
+        if config_text is not None:
+            parameters["config"] = config_text
+        for key, content in wire_files.items():
+            # REST carries file contents as base64 strings (gRPC as bytes).
+            parameters[key] = base64.b64encode(content).decode("ascii")
+        if not parameters:
+            return HTTPCall(self.request("POST", target, **kw), _nothing)
+        return self.post_json(target, {"parameters": parameters}, _nothing, **kw)
+
+    def unload_model(
+        self, model: str, *, unload_dependents: bool = False, **kw: Any
+    ) -> HTTPCall[None]:
+        target = self.paths.repository_unload(model)
+        if not isinstance(unload_dependents, bool):
+            raise InvalidInputError("unload_dependents must be a bool", value=unload_dependents)
+        if not unload_dependents:
+            return HTTPCall(self.request("POST", target, **kw), _nothing)
+        body = {"parameters": {"unload_dependents": True}}
+        return self.post_json(target, body, _nothing, **kw)
+
+    def system_shared_memory_status(
+        self, region: str = "", **kw: Any
+    ) -> HTTPCall[list[dict[str, Any]]]:
+        return self.get(
+            self.paths.shared_memory("system", "status", region),
+            lambda r: _json_objects(r, "system shared memory status"),
+            **kw,
+        )
+
+    def register_system_shared_memory(
+        self, region: str, key: str, byte_size: int, *, offset: int = 0, **kw: Any
+    ) -> HTTPCall[None]:
+        _check_region_name(region)
+        body = system_register_body(key, offset, byte_size)
+        return self.post_json(
+            self.paths.shared_memory("system", "register", region), body, _nothing, **kw
+        )
+
+    def unregister_system_shared_memory(self, region: str = "", **kw: Any) -> HTTPCall[None]:
+        target = self.paths.shared_memory("system", "unregister", region)
+        return HTTPCall(self.request("POST", target, **kw), _nothing)
+
+    def cuda_shared_memory_status(
+        self, region: str = "", **kw: Any
+    ) -> HTTPCall[list[dict[str, Any]]]:
+        return self.get(
+            self.paths.shared_memory("cuda", "status", region),
+            lambda r: _json_objects(r, "CUDA shared memory status"),
+            **kw,
+        )
+
+    def register_cuda_shared_memory(
+        self, region: str, raw_handle: bytes, device_id: int, byte_size: int, **kw: Any
+    ) -> HTTPCall[None]:
+        _check_region_name(region)
+        body = cuda_register_body(raw_handle, device_id, byte_size)
+        return self.post_json(
+            self.paths.shared_memory("cuda", "register", region), body, _nothing, **kw
+        )
+
+    def unregister_cuda_shared_memory(self, region: str = "", **kw: Any) -> HTTPCall[None]:
+        target = self.paths.shared_memory("cuda", "unregister", region)
+        return HTTPCall(self.request("POST", target, **kw), _nothing)
+
+    def trace_settings(self, model: str = "", **kw: Any) -> HTTPCall[dict[str, Any]]:
+        return self.get(self.paths.trace_setting(model), _json, **kw)
+
+    def update_trace_settings(
+        self, settings: Mapping[str, Any], model: str = "", **kw: Any
+    ) -> HTTPCall[dict[str, Any]]:
+        body = trace_settings_update(settings)
+        return self.post_json(self.paths.trace_setting(model), body, _json, **kw)
+
+    def log_settings(self, **kw: Any) -> HTTPCall[dict[str, Any]]:
+        return self.get(self.paths.logging(), _json, **kw)
+
+    def update_log_settings(
+        self, settings: Mapping[str, Any], **kw: Any
+    ) -> HTTPCall[dict[str, Any]]:
+        body = log_settings_update(settings)
+        return self.post_json(self.paths.logging(), body, _json, **kw)
+
+    # -- HTTP-only extensions ----------------------------------------------------------------
+
+    def generate(
+        self, model: str, payload: Mapping[str, Any], version: str = "", **kw: Any
+    ) -> HTTPCall[dict[str, Any]]:
+        target = self.paths.generate(model, version)
+        return self.post_json(target, _generate_payload(payload), _generate_result, **kw)
+
+    def generate_stream(
+        self, model: str, payload: Mapping[str, Any], version: str = "", **kw: Any
+    ) -> HTTPStreamCall[dict[str, Any]]:
+        target = self.paths.generate(model, version, stream=True)
+        call = self.post_json(target, _generate_payload(payload), _generate_result, **kw)
+        return HTTPStreamCall(call.request, _generate_event, _generate_result)
+
+    def metrics(
+        self,
+        url: str | None = None,
+        *,
+        headers: Headers | None = None,
+        timeout: float | None = None,
+    ) -> HTTPCall[dict[str, MetricFamily]]:
+        if timeout is None:
+            timeout = self.timeout
+        return metrics_call(self.endpoint, url, headers=headers, timeout=timeout)
+
+
+def _check_region_name(region: str) -> None:
+    # Registration needs a name; the status/unregister calls take "" for "all regions".
+    if not isinstance(region, str) or not region:
+        raise InvalidInputError(
+            f"region name must be a non-empty string, got {region!r}", value=region
+        )
+
+
+def _generate_payload(payload: Mapping[str, Any]) -> Mapping[str, Any]:
+    if not isinstance(payload, Mapping):
+        raise InvalidInputError(
+            f"generate payload must be a mapping (the request JSON object), got "
+            f"{type(payload).__name__}",
+            value=payload,
+        )
+    return payload

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from kserve_v2.client.base import (
     DEFAULT_CONNECT_TIMEOUT,
@@ -13,13 +13,27 @@ from kserve_v2.client.base import (
     ClientBase,
     TLSOptions,
 )
-from kserve_v2.client.http import Headers
+from kserve_v2.client.extensions import (
+    GenerateStream,
+    log_settings_update,
+    normalize_load_request,
+    region_call,
+    trace_settings_update,
+)
+from kserve_v2.client.http import Headers, HTTPProtocol, metrics_call
 from kserve_v2.client.requests import InputsArg, OutputsArg, build_infer_request
 from kserve_v2.client.wire import WireHook
-from kserve_v2.messages import InferResult, ModelMetadata, ServerMetadata
+from kserve_v2.errors import InvalidInputError, TransportError
+from kserve_v2.messages import InferResult, ModelMetadata, RepositoryModel, ServerMetadata
+from kserve_v2.metrics import MetricFamily
 from kserve_v2.parameters import ParameterValue
 from kserve_v2.rest.paths import QueryParams
 from kserve_v2.transport.base import Transport
+
+if TYPE_CHECKING:
+    from kserve_v2.grpc.channel import GRPCKeepAlive
+    from kserve_v2.grpc.stream import GRPCStream
+    from kserve_v2.shm import CudaSharedMemoryRegion, SystemSharedMemoryRegion
 
 __all__ = ["Client"]
 
@@ -60,6 +74,17 @@ class Client(ClientBase):
         transport: a ready transport (e.g. ``HTTPXTransport(...)``) instead of the default.
         wire_hook: called with a :class:`WireMessage` for every message sent and received.
         verbose: print every message to stderr (credentials redacted).
+        grpc_options: gRPC only: further grpcio channel arguments, added to the defaults
+            (unlimited message sizes), e.g. ``{"grpc.max_receive_message_length": 2**28}``.
+        grpc_credentials: gRPC only: a ready ``grpc.ChannelCredentials`` for ``grpcs://``
+            (instead of the files of ``tls``).
+        grpc_keepalive: gRPC only: keepalive pings (:class:`~kserve_v2.grpc.GRPCKeepAlive`).
+
+    Over gRPC (``grpc://host:8001``, ``grpcs://...``) one HTTP/2 channel carries every call:
+    ``pool_size`` and ``binary`` do not apply, ``connect_timeout`` is bounded by each call's
+    deadline (``timeout``), ``request_compression`` compresses request messages, and
+    responses are compressed as the server decides (``accept_compression`` is not needed).
+    :meth:`stream` opens bidirectional streams (decoupled models, sequences).
     """
 
     def __init__(
@@ -77,7 +102,9 @@ class Client(ClientBase):
         transport: Transport | None = None,
         wire_hook: WireHook | None = None,
         verbose: bool = False,
-        grpc_options: dict[str, Any] | None = None,
+        grpc_options: Mapping[str, Any] | None = None,
+        grpc_credentials: Any = None,
+        grpc_keepalive: GRPCKeepAlive | None = None,
     ) -> None:
         super().__init__(
             url,
@@ -91,16 +118,26 @@ class Client(ClientBase):
             wire_hook=wire_hook,
             verbose=verbose,
             grpc_options=grpc_options,
+            grpc_credentials=grpc_credentials,
+            grpc_keepalive=grpc_keepalive,
         )
+        if transport is not None and self.protocol == "grpc":
+            raise InvalidInputError("transport= applies to HTTP; gRPC clients own a channel")
         self._io: Any = transport if transport is not None else self._default_io(pool_size)
         self._owns_io = transport is None
 
     def _default_io(self, pool_size: int) -> Any:
+        if self.protocol == "grpc":
+            from kserve_v2.grpc.channel import GRPCChannel
+
+            return GRPCChannel(self._grpc_config)
         from kserve_v2.transport.stdlib import HTTPTransport
 
         return HTTPTransport(**self._transport_kwargs(pool_size))
 
     def _run(self, call: Call[T]) -> T:
+        if self._closed:  # also when the transport was passed in and is still open
+            raise TransportError("the client is closed", url=self.url)
         return call.run(self._io, self._hook)
 
     # -- lifecycle ---------------------------------------------------------------------------
@@ -109,6 +146,8 @@ class Client(ClientBase):
         """Close the connections this client opened (a transport passed in stays open)."""
         if not self._closed:
             self._closed = True
+            for stream in list(self._streams):
+                stream.cancel()
             if self._owns_io:
                 self._io.close()
 
@@ -169,9 +208,25 @@ class Client(ClientBase):
             self._proto.model_metadata(model, str(version), headers=headers, timeout=timeout)
         )
 
-    def supports_extension(self, extension: str) -> bool:
-        """Whether the server advertises ``extension`` in its metadata."""
-        return self.server_metadata().supports(extension)
+    def supports_extension(
+        self, extension: str, *, headers: Headers | None = None, timeout: float | None = None
+    ) -> bool:
+        """Whether the server lists ``extension`` in its metadata (one request each call).
+
+        Names are the server's: Triton lists ``"model_repository"``, ``"statistics"``,
+        ``"trace"``, ``"logging"``, ``"system_shared_memory"``, ``"cuda_shared_memory"``,
+        ``"classification"``, ``"sequence"``, ``"schedule_policy"``,
+        ``"model_configuration"``, ``"binary_tensor_data"``, ``"parameters"``. A qualified
+        name such as ``"model_repository(unload_dependents)"`` must be listed exactly; a bare
+        name also matches the base of a qualified one. Triton does not list ``generate``
+        although it serves it over HTTP.
+
+        Example::
+
+            if client.supports_extension("model_repository(unload_dependents)"):
+                client.unload_model("ensemble", unload_dependents=True)
+        """
+        return self.server_metadata(headers=headers, timeout=timeout).supports(extension)
 
     # -- inference ---------------------------------------------------------------------------
 
@@ -239,3 +294,479 @@ class Client(ClientBase):
                 compression=compression,
             )
         )
+
+    # -- streaming (gRPC) --------------------------------------------------------------------
+
+    def stream(
+        self,
+        *,
+        headers: Headers | None = None,
+        timeout: float | None = None,
+        compression: str | None = None,
+        enable_empty_final_response: bool = False,
+        triton_grpc_error: bool = False,
+    ) -> GRPCStream:
+        """Open a bidirectional inference stream (``ModelStreamInfer``; gRPC only).
+
+        Any number of streams may be open at once. Requests go out with ``send`` (the
+        arguments of :meth:`infer`); responses are matched to requests by id. Decoupled
+        models answer a request with any number of responses, whose ``result.final`` says
+        which is the last. See :mod:`kserve_v2.grpc.stream`.
+
+        Args:
+            headers: metadata of the stream (the client's headers are sent too).
+            timeout: deadline of the whole stream in seconds (default: none; closing waits
+                at most the client's ``timeout`` for requests in flight).
+            compression: ``"gzip"``/``"deflate"`` for this stream's requests.
+            enable_empty_final_response: also yield the empty response a decoupled model's
+                request ends with (``final == True``, no outputs).
+            triton_grpc_error: have Triton end the stream with a gRPC error status at the
+                first error (``triton_grpc_error`` header): the error is raised as
+                :class:`~kserve_v2.ServerError` and the stream is over. Combined with
+                ``enable_empty_final_response`` it crashes Triton 2.51 on the first error;
+                without it, per-request iteration over a decoupled model may only end with
+                the stream (see :mod:`kserve_v2.grpc.stream`).
+
+        Example::
+
+            with client.stream() as stream:
+                request = stream.send("repeat_decoupled", {
+                    "IN": np.arange(4, dtype=np.int32), "REPEAT": np.array([3], np.int32)})
+                for result in request:
+                    print(result.as_numpy("IDX"), result.final)
+        """
+        from kserve_v2.grpc.protocol import GRPCProtocol
+        from kserve_v2.grpc.stream import GRPCStream
+
+        if not isinstance(self._proto, GRPCProtocol):
+            raise InvalidInputError("streaming inference needs a grpc:// or grpcs:// URL")
+        if self._closed:
+            raise TransportError("the client is closed", url=self.url)
+        stream = GRPCStream(
+            self._io,
+            self._proto,
+            self._hook,
+            headers=headers,
+            timeout=timeout,
+            compression=compression,
+            enable_empty_final_response=enable_empty_final_response,
+            triton_grpc_error=triton_grpc_error,
+            close_timeout=self.timeout,
+            on_close=self._streams.discard,
+        )
+        self._streams.add(stream)
+        return stream
+
+    # -- model configuration, statistics and repository (Triton extensions) ------------------
+    # Results are shaped like Triton's REST JSON on both protocols: see
+    # kserve_v2/client/extensions.py.
+
+    def model_config(
+        self,
+        model: str,
+        version: str | int = "",
+        *,
+        headers: Headers | None = None,
+        timeout: float | None = None,
+    ) -> dict[str, Any]:
+        """The model's configuration as Triton's REST JSON (model-configuration extension).
+
+        Example::
+
+            config = client.model_config("simple")
+            config["max_batch_size"]          # 8
+            [i["name"] for i in config["input"]]
+        """
+        return self._run(
+            self._proto.model_config(model, str(version), headers=headers, timeout=timeout)
+        )
+
+    def model_statistics(
+        self,
+        model: str = "",
+        version: str | int = "",
+        *,
+        headers: Headers | None = None,
+        timeout: float | None = None,
+    ) -> dict[str, Any]:
+        """Inference statistics: of every model (no ``model``), of one model (all its
+        versions), or of one version (statistics extension).
+
+        Returns ``{"model_stats": [{"name", "version", "inference_count",
+        "execution_count", "inference_stats": {"success": {"count", "ns"}, ...}, ...}]}``.
+
+        Example::
+
+            stats = client.model_statistics("simple")["model_stats"][0]
+            stats["inference_count"], stats["inference_stats"]["success"]["count"]
+        """
+        return self._run(
+            self._proto.model_statistics(model, str(version), headers=headers, timeout=timeout)
+        )
+
+    def repository_index(
+        self,
+        *,
+        ready_only: bool = False,
+        headers: Headers | None = None,
+        timeout: float | None = None,
+    ) -> list[RepositoryModel]:
+        """The models of the repository, loaded or not (``ready_only``: only those ready
+        for inference) (model-repository extension).
+
+        Example::
+
+            {m.name: m.state for m in client.repository_index()}   # {'simple': 'READY', ...}
+        """
+        return self._run(
+            self._proto.repository_index(ready_only=ready_only, headers=headers, timeout=timeout)
+        )
+
+    def load_model(
+        self,
+        model: str,
+        *,
+        config: str | Mapping[str, Any] | None = None,
+        files: Mapping[str, bytes] | None = None,
+        headers: Headers | None = None,
+        timeout: float | None = None,
+    ) -> None:
+        """Load or reload ``model`` (model-repository extension; the server must run with
+        ``--model-control-mode=explicit``).
+
+        Args:
+            config: a model configuration (JSON text or a mapping) to use instead of the
+                one in the repository.
+            files: the model's files, ``{"1/model.py": b"..."}`` (paths inside the model
+                directory; a ``"file:"`` prefix is accepted). The model is then loaded from
+                these files alone, and ``config`` is required.
+
+        Example::
+
+            client.load_model("simple", config={"backend": "python", "max_batch_size": 4,
+                                                "input": [...], "output": [...]})
+            client.load_model("uploaded", config=config_json,
+                              files={"1/model.py": Path("model.py").read_bytes()})
+        """
+        config_text, wire_files = normalize_load_request(config, files)
+        self._run(
+            self._proto.load_model(
+                model, config=config_text, files=wire_files, headers=headers, timeout=timeout
+            )
+        )
+
+    def unload_model(
+        self,
+        model: str,
+        *,
+        unload_dependents: bool = False,
+        headers: Headers | None = None,
+        timeout: float | None = None,
+    ) -> None:
+        """Unload ``model``; ``unload_dependents`` also unloads the models loaded with it
+        (e.g. an ensemble's parts) (model-repository extension).
+
+        Example::
+
+            client.unload_model("simple")
+            client.is_model_ready("simple")    # False once the unload finished
+        """
+        self._run(
+            self._proto.unload_model(
+                model, unload_dependents=unload_dependents, headers=headers, timeout=timeout
+            )
+        )
+
+    # -- shared memory (Triton extensions) ---------------------------------------------------
+
+    def system_shared_memory_status(
+        self, region: str = "", *, headers: Headers | None = None, timeout: float | None = None
+    ) -> list[dict[str, Any]]:
+        """The registered system shared-memory regions (all, or the one named ``region``):
+        ``[{"name", "key", "offset", "byte_size"}, ...]``.
+
+        Example::
+
+            [r["name"] for r in client.system_shared_memory_status()]
+        """
+        return self._run(
+            self._proto.system_shared_memory_status(region, headers=headers, timeout=timeout)
+        )
+
+    def register_system_shared_memory(
+        self,
+        region: str,
+        key: str,
+        byte_size: int,
+        *,
+        offset: int = 0,
+        headers: Headers | None = None,
+        timeout: float | None = None,
+    ) -> None:
+        """Register ``byte_size`` bytes at ``offset`` of the POSIX shared-memory object
+        ``key`` under the name ``region``. :meth:`register_region` does this for a
+        :class:`~kserve_v2.shm.SystemSharedMemoryRegion`.
+
+        Triton maps the registered part with ``mmap``, so ``offset`` must be a multiple of
+        the page size (4096 on most systems); tensors can still start anywhere inside a
+        region (their own ``shared_memory_offset``).
+
+        Example::
+
+            client.register_system_shared_memory("in0", "/my_shm_key", 1024)
+        """
+        self._run(
+            self._proto.register_system_shared_memory(
+                region, key, byte_size, offset=offset, headers=headers, timeout=timeout
+            )
+        )
+
+    def unregister_system_shared_memory(
+        self, region: str = "", *, headers: Headers | None = None, timeout: float | None = None
+    ) -> None:
+        """Unregister the system region ``region``, or **every** system region when no name
+        is given. Unregistering a name that is not registered is not an error.
+
+        Example::
+
+            client.unregister_system_shared_memory("in0")
+        """
+        self._run(
+            self._proto.unregister_system_shared_memory(region, headers=headers, timeout=timeout)
+        )
+
+    def cuda_shared_memory_status(
+        self, region: str = "", *, headers: Headers | None = None, timeout: float | None = None
+    ) -> list[dict[str, Any]]:
+        """The registered CUDA shared-memory regions (all, or the one named ``region``):
+        ``[{"name", "device_id", "byte_size"}, ...]``.
+        """
+        return self._run(
+            self._proto.cuda_shared_memory_status(region, headers=headers, timeout=timeout)
+        )
+
+    def register_cuda_shared_memory(
+        self,
+        region: str,
+        raw_handle: bytes,
+        device_id: int,
+        byte_size: int,
+        *,
+        headers: Headers | None = None,
+        timeout: float | None = None,
+    ) -> None:
+        """Register GPU memory by its 64-byte CUDA IPC handle under the name ``region``.
+        :meth:`register_region` does this for a :class:`~kserve_v2.shm.CudaSharedMemoryRegion`.
+
+        Example::
+
+            client.register_cuda_shared_memory("out0", region.raw_handle, 0, region.byte_size)
+        """
+        self._run(
+            self._proto.register_cuda_shared_memory(
+                region, raw_handle, device_id, byte_size, headers=headers, timeout=timeout
+            )
+        )
+
+    def unregister_cuda_shared_memory(
+        self, region: str = "", *, headers: Headers | None = None, timeout: float | None = None
+    ) -> None:
+        """Unregister the CUDA region ``region``, or **every** CUDA region when no name is
+        given."""
+        self._run(
+            self._proto.unregister_cuda_shared_memory(region, headers=headers, timeout=timeout)
+        )
+
+    def register_region(
+        self,
+        region: SystemSharedMemoryRegion | CudaSharedMemoryRegion,
+        *,
+        headers: Headers | None = None,
+        timeout: float | None = None,
+    ) -> None:
+        """Register a region object from :mod:`kserve_v2.shm` (system or CUDA) under its
+        ``name``: the whole region, so placements from ``region.placement()`` fit it.
+        Outputs the server writes to a region come back with ``data=None``; read them with
+        :func:`kserve_v2.client.extensions.read_shared_memory_output` (or ``region.ndarray``).
+
+        Example::
+
+            with SystemSharedMemoryRegion.create("io", 1024) as region:
+                client.register_region(region)
+                n = region.write(x)
+                result = client.infer("identity_fp32", [InferInput(
+                    "INPUT0", datatype="FP32", shape=x.shape, shared_memory=region.placement(n))],
+                    outputs=[RequestedOutput("OUTPUT0", shared_memory=region.placement(
+                        n, offset=512))])
+                y = read_shared_memory_output(result, "OUTPUT0", region)
+                client.unregister_region(region)
+        """
+        self._run(region_call(self._proto, region, register=True, headers=headers, timeout=timeout))
+
+    def unregister_region(
+        self,
+        region: SystemSharedMemoryRegion | CudaSharedMemoryRegion,
+        *,
+        headers: Headers | None = None,
+        timeout: float | None = None,
+    ) -> None:
+        """Unregister a region object registered with :meth:`register_region`."""
+        self._run(
+            region_call(self._proto, region, register=False, headers=headers, timeout=timeout)
+        )
+
+    # -- trace and log settings (Triton extensions) ------------------------------------------
+
+    def trace_settings(
+        self, model: str = "", *, headers: Headers | None = None, timeout: float | None = None
+    ) -> dict[str, Any]:
+        """The global trace settings, or those in force for ``model`` (trace extension).
+
+        Example::
+
+            client.trace_settings()["trace_rate"]       # '1000' (Triton sends strings)
+        """
+        return self._run(self._proto.trace_settings(model, headers=headers, timeout=timeout))
+
+    def update_trace_settings(
+        self,
+        settings: Mapping[str, Any],
+        model: str = "",
+        *,
+        headers: Headers | None = None,
+        timeout: float | None = None,
+    ) -> dict[str, Any]:
+        """Change trace settings, globally or for ``model``; returns the settings now in
+        force. Integers are sent as the strings Triton expects; ``trace_level`` takes a
+        string or a list; ``None`` clears a model's setting so the global one applies.
+
+        Example::
+
+            client.update_trace_settings({"trace_rate": 100}, model="simple")
+            client.update_trace_settings({"trace_rate": None}, model="simple")   # reset
+        """
+        normalized = trace_settings_update(settings)
+        return self._run(
+            self._proto.update_trace_settings(normalized, model, headers=headers, timeout=timeout)
+        )
+
+    def log_settings(
+        self, *, headers: Headers | None = None, timeout: float | None = None
+    ) -> dict[str, Any]:
+        """The server's log settings (logging extension).
+
+        Example::
+
+            client.log_settings()["log_verbose_level"]     # 0
+        """
+        return self._run(self._proto.log_settings(headers=headers, timeout=timeout))
+
+    def update_log_settings(
+        self,
+        settings: Mapping[str, Any],
+        *,
+        headers: Headers | None = None,
+        timeout: float | None = None,
+    ) -> dict[str, Any]:
+        """Change log settings; returns the settings now in force.
+
+        Example::
+
+            client.update_log_settings({"log_verbose_level": 1, "log_info": True})
+        """
+        normalized = log_settings_update(settings)
+        return self._run(
+            self._proto.update_log_settings(normalized, headers=headers, timeout=timeout)
+        )
+
+    # -- generate and metrics (HTTP only) ----------------------------------------------------
+
+    def _http_only(self, feature: str) -> HTTPProtocol:
+        if not isinstance(self._proto, HTTPProtocol):
+            raise InvalidInputError(f"{feature} is an HTTP-only extension")
+        return self._proto
+
+    def generate(
+        self,
+        model: str,
+        payload: Mapping[str, Any],
+        version: str | int = "",
+        *,
+        headers: Headers | None = None,
+        timeout: float | None = None,
+    ) -> dict[str, Any]:
+        """One answer of the generate extension (``POST .../generate``; HTTP only).
+
+        ``payload`` is the request JSON object: ``text_input``, optional ``id`` and
+        ``parameters``, and any other field the model takes as an input or parameter.
+        An error the server reports (even with status 200) raises
+        :class:`~kserve_v2.errors.ServerError`.
+
+        Example::
+
+            answer = client.generate("llm", {"text_input": "Hello", "max_tokens": 16})
+            print(answer["text_output"])
+        """
+        proto = self._http_only("generate")
+        return self._run(
+            proto.generate(model, payload, str(version), headers=headers, timeout=timeout)
+        )
+
+    def generate_stream(
+        self,
+        model: str,
+        payload: Mapping[str, Any],
+        version: str | int = "",
+        *,
+        headers: Headers | None = None,
+        timeout: float | None = None,
+    ) -> GenerateStream:
+        """Stream the answers of the generate extension (``POST .../generate_stream``,
+        Server-Sent Events; HTTP only), one dict per event, as they arrive.
+
+        The request is sent when iteration starts. ``timeout`` bounds the wait for the
+        response head and then for each next piece of the stream, not the whole stream. An
+        error event raises :class:`~kserve_v2.errors.ServerError`. Stopping early (``break``,
+        leaving ``with``, ``close()``) closes the connection.
+
+        Example::
+
+            with client.generate_stream("llm", {"text_input": "Hello"}) as stream:
+                for event in stream:
+                    print(event["text_output"], end="", flush=True)
+        """
+        if self._closed:
+            raise TransportError("the client is closed", url=self.url)
+        proto = self._http_only("generate_stream")
+        call = proto.generate_stream(model, payload, str(version), headers=headers, timeout=timeout)
+        return GenerateStream(call.stream(self._io, self._hook))
+
+    def metrics(
+        self,
+        url: str | None = None,
+        *,
+        headers: Headers | None = None,
+        timeout: float | None = None,
+    ) -> dict[str, MetricFamily]:
+        """The server's Prometheus metrics, parsed (see :mod:`kserve_v2.metrics`).
+
+        ``url`` defaults to ``http://<server host>:8002/metrics`` (Triton's default metrics
+        port); pass it when the server uses another port or a gateway serves the metrics
+        (``"host:port"`` and ``"http://host:port/path"`` both work). Only ``headers`` given
+        here are sent: the client's default headers are meant for the inference endpoint.
+
+        Example::
+
+            families = client.metrics("http://localhost:8002/metrics")
+            families["nv_inference_count"].value(model="simple", version="1")
+        """
+        call = metrics_call(self.endpoint, url, headers=headers, timeout=timeout)
+        if self.protocol == "http":
+            return self._run(call)
+        if self._closed:
+            raise TransportError("the client is closed", url=self.url)
+        # A gRPC client has no HTTP connection to reuse: fetch over a one-off transport.
+        from kserve_v2.transport.stdlib import HTTPTransport
+
+        with HTTPTransport(**{**self._transport_kwargs(1), "url": None}) as transport:
+            return call.run(transport, self._hook)

@@ -1,0 +1,357 @@
+"""gRPC codec without I/O: value objects <-> serialized protobuf messages.
+
+Inference requests and responses go through the hand-written wire codec
+(:mod:`kserve_v2.grpc.wire`) so tensors are not copied on the way: inputs are referenced until
+the single join, outputs come back as numpy views on the received bytes. The small messages
+(health, metadata) use the generated protobuf classes, imported on first use.
+
+Example::
+
+    >>> import numpy as np
+    >>> from kserve_v2.messages import InferRequest
+    >>> from kserve_v2.tensors import InferInput
+    >>> from kserve_v2.grpc import codec
+    >>> data = codec.encode_infer_request(
+    ...     InferRequest("identity_fp32", (InferInput("INPUT0", np.ones((1, 2), np.float32)),)))
+    >>> data[:15]
+    b'\\n\\ridentity_fp32'
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Any, Final
+
+import numpy as np
+import numpy.typing as npt
+
+from kserve_v2.datatypes import Datatype, deserialize, element_count, numpy_dtype
+from kserve_v2.errors import (
+    InvalidInputError,
+    MissingDependencyError,
+    ProtocolError,
+    ServerError,
+)
+from kserve_v2.grpc import wire
+from kserve_v2.messages import (
+    InferRequest,
+    InferResult,
+    ModelMetadata,
+    OutputTensor,
+    ServerMetadata,
+    TensorMetadata,
+)
+from kserve_v2.parameters import ParameterValue
+from kserve_v2.tensors import SharedMemoryPlacement
+
+__all__ = [
+    "StreamEvent",
+    "decode_infer_response",
+    "decode_model_metadata",
+    "decode_model_ready",
+    "decode_server_live",
+    "decode_server_metadata",
+    "decode_server_ready",
+    "decode_stream_response",
+    "encode_infer_request",
+    "generated",
+    "infer_result_from_wire",
+    "output_placements",
+    "parse_message",
+    "to_wire_request",
+]
+
+#: The typed ``InferTensorContents`` field that carries each datatype (FP16 and BF16 have none).
+CONTENTS_FIELD: Final[dict[Datatype, str]] = {
+    Datatype.BOOL: "bool_contents",
+    Datatype.INT8: "int_contents",
+    Datatype.INT16: "int_contents",
+    Datatype.INT32: "int_contents",
+    Datatype.INT64: "int64_contents",
+    Datatype.UINT8: "uint_contents",
+    Datatype.UINT16: "uint_contents",
+    Datatype.UINT32: "uint_contents",
+    Datatype.UINT64: "uint64_contents",
+    Datatype.FP32: "fp32_contents",
+    Datatype.FP64: "fp64_contents",
+    Datatype.BYTES: "bytes_contents",
+}
+
+
+@functools.cache
+def generated() -> ModuleType:
+    """The generated ``grpc_service_pb2`` module (needs protobuf, the ``grpc`` extra)."""
+    try:
+        from kserve_v2.grpc._generated import grpc_service_pb2
+    except ImportError as exc:
+        raise MissingDependencyError("gRPC", "grpc", "protobuf") from exc
+    return grpc_service_pb2
+
+
+def parse_message(cls: Any, data: bytes) -> Any:
+    """``cls.FromString(data)`` with protobuf's decode error as :class:`ProtocolError`."""
+    from google.protobuf.message import DecodeError
+
+    try:
+        return cls.FromString(data)
+    except DecodeError as exc:
+        raise ProtocolError(
+            f"malformed {cls.DESCRIPTOR.name}: {exc}", value=bytes(data[:80])
+        ) from None
+
+
+# ----------------------------------------------------------------------------- requests
+
+
+def to_wire_request(request: InferRequest) -> wire.WireInferRequest:
+    """The wire form of ``request``: tensor data referenced, not copied.
+
+    Inputs in shared memory carry their ``shared_memory_*`` parameters and no raw contents;
+    Triton takes ``raw_input_contents`` in the order of the inputs that have data. Requested
+    outputs carry ``classification`` and shared-memory parameters; ``binary`` has no meaning
+    on gRPC, where tensors are always binary.
+    """
+    inputs: list[wire.WireInferInput] = []
+    raw: list[wire.BytesLike] = []
+    for tensor in request.inputs:
+        params: dict[str, ParameterValue] = dict(tensor.parameters)
+        if tensor.shared_memory is not None:
+            params.update(tensor.shared_memory.as_parameters())
+        else:
+            raw.append(tensor.wire_bytes())
+        inputs.append(wire.WireInferInput(tensor.name, tensor.datatype.value, tensor.shape, params))
+    outputs: list[wire.WireRequestedOutput] = []
+    for output in request.outputs:
+        params = dict(output.parameters)
+        if output.shared_memory is not None:
+            params.update(output.shared_memory.as_parameters())
+        if output.class_count:
+            params["classification"] = output.class_count
+        outputs.append(wire.WireRequestedOutput(output.name, params))
+    return wire.WireInferRequest(
+        model_name=request.model_name,
+        model_version=request.model_version,
+        id=request.id,
+        parameters=request.parameters,
+        inputs=inputs,
+        outputs=outputs,
+        raw_input_contents=raw,
+    )
+
+
+def encode_infer_request(request: InferRequest) -> bytes:
+    """The serialized ``ModelInferRequest`` (the one copy of the tensor data is the join)."""
+    return wire.encode_infer_request(to_wire_request(request)).tobytes()
+
+
+# ---------------------------------------------------------------------------- responses
+
+
+def _parameters(params: Mapping[str, ParameterValue | None]) -> dict[str, ParameterValue]:
+    # An InferParameter with no member set carries nothing a caller could use.
+    return {key: value for key, value in params.items() if value is not None}
+
+
+def _typed_contents(
+    contents: wire.WireTensorContents, datatype: Datatype, shape: tuple[int, ...], where: str
+) -> npt.NDArray[Any] | None:
+    """The array held in typed ``contents``, or None when the datatype's field is empty."""
+    field = CONTENTS_FIELD.get(datatype)
+    values: tuple[Any, ...] = getattr(contents, field) if field is not None else ()
+    others = [
+        name for name in set(CONTENTS_FIELD.values()) if name != field and getattr(contents, name)
+    ]
+    if others:
+        raise ProtocolError(f"{where}: {datatype.value} tensor carries {', '.join(sorted(others))}")
+    if not values:
+        return None
+    count = element_count(shape)
+    if len(values) != count:
+        raise ProtocolError(
+            f"{where}: shape {list(shape)} needs {count} element(s), contents has {len(values)}"
+        )
+    if datatype is Datatype.BYTES:
+        out = np.empty(count, dtype=object)
+        out[:] = list(values)
+        return out.reshape(shape)
+    dtype = numpy_dtype(datatype)
+    if dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        low, high = min(values), max(values)
+        if low < info.min or high > info.max:
+            bad = low if low < info.min else high
+            raise ProtocolError(f"{where}: value {bad} is out of range for {datatype.value}")
+    return np.array(values, dtype=dtype).reshape(shape)
+
+
+def _is_shm(params: Mapping[str, object]) -> bool:
+    return "shared_memory_region" in params
+
+
+#: Where a request asked the server to write outputs: output name -> placement.
+Placements = Mapping[str, SharedMemoryPlacement]
+
+
+def output_placements(request: InferRequest) -> dict[str, SharedMemoryPlacement]:
+    """The shared-memory placements of ``request``'s requested outputs, by name."""
+    return {o.name: o.shared_memory for o in request.outputs if o.shared_memory is not None}
+
+
+def infer_result_from_wire(
+    response: wire.WireInferResponse, placements: Placements | None = None
+) -> InferResult:
+    """An :class:`InferResult` whose numeric outputs are views on the received bytes.
+
+    ``raw_output_contents`` pair with the outputs by position; when there are fewer of them
+    than outputs, they pair with the outputs not written to shared memory, in order.
+    Outputs without raw contents are read from typed ``contents``.
+
+    Triton answers an output it wrote to shared memory with no parameters and an empty raw
+    entry, so ``placements`` (from the request) says which outputs those are; they come back
+    with ``data=None`` and the placement's ``shared_memory_*`` parameters, as over REST.
+    """
+    placements = placements or {}
+    outputs = response.outputs
+    raws: list[memoryview | None] = list(response.raw_output_contents)
+    if raws and len(raws) != len(outputs):
+        with_data = [i for i, out in enumerate(outputs) if not _is_shm(out.parameters)]
+        if len(with_data) != len(raws):
+            raise ProtocolError(
+                f"inference response has {len(raws)} raw_output_contents for "
+                f"{len(outputs)} output(s) ({len(with_data)} not in shared memory)"
+            )
+        paired: list[memoryview | None] = [None] * len(outputs)
+        for index, raw in zip(with_data, raws, strict=True):
+            paired[index] = raw
+        raws = paired
+    tensors: list[OutputTensor] = []
+    for index, out in enumerate(outputs):
+        where = f"outputs[{index}] ({out.name!r})"
+        try:
+            datatype = Datatype.parse(out.datatype)
+        except InvalidInputError:
+            raise ProtocolError(f"{where}: unknown datatype {out.datatype!r}") from None
+        if any(dim < 0 for dim in out.shape):
+            raise ProtocolError(f"{where}: negative dimension in shape {list(out.shape)}")
+        params = _parameters(out.parameters)
+        raw = raws[index] if index < len(raws) else None
+        placement = placements.get(out.name)
+        if placement is not None and (raw is None or not raw.nbytes):
+            params = {**placement.as_parameters(), **params}
+        data: npt.NDArray[Any] | None = None
+        if raw is not None and not (_is_shm(params) and not raw.nbytes):
+            try:
+                data = deserialize(raw, datatype, out.shape)
+            except ProtocolError as exc:
+                raise ProtocolError(f"{where}: {exc.message}") from None
+        elif out.contents is not None:
+            data = _typed_contents(out.contents, datatype, out.shape, where)
+        if data is None and not _is_shm(params):
+            if element_count(out.shape) and raw is None:
+                raise ProtocolError(f"{where} carries no data and is not in shared memory")
+            data = deserialize(b"", datatype, out.shape)
+        tensors.append(OutputTensor(out.name, datatype.value, out.shape, data, params))
+    return InferResult(
+        model_name=response.model_name,
+        model_version=response.model_version,
+        id=response.id,
+        parameters=_parameters(response.parameters),
+        outputs=tuple(tensors),
+    )
+
+
+def decode_infer_response(data: bytes, placements: Placements | None = None) -> InferResult:
+    """Decode a serialized ``ModelInferResponse`` (outputs are views on ``data``);
+    ``placements``: the request's outputs in shared memory (see :func:`infer_result_from_wire`).
+    """
+    return infer_result_from_wire(wire.decode_infer_response(data), placements)
+
+
+@dataclass(frozen=True, slots=True)
+class StreamEvent:
+    """One ``ModelStreamInferResponse``: a result or the error for one request.
+
+    ``final`` is Triton's ``triton_final_response`` flag (None when absent); ``complete``
+    says whether the request can expect no more responses: a final response, or an error
+    without the flag (Triton rejected the request before running it).
+    """
+
+    request_id: str
+    result: InferResult | None
+    error: ServerError | None
+    final: bool | None
+
+    @property
+    def complete(self) -> bool:
+        return self.final is not False
+
+    @property
+    def empty_final(self) -> bool:
+        """A response that only says the request is complete (no outputs, no error)."""
+        return (
+            self.error is None
+            and self.final is True
+            and self.result is not None
+            and not self.result.outputs
+        )
+
+
+def decode_stream_response(
+    data: bytes, placements: Callable[[str], Placements | None] | None = None
+) -> StreamEvent:
+    """Decode a serialized ``ModelStreamInferResponse``.
+
+    Triton repeats the request's id in ``infer_response`` of an error, which is how the error
+    is matched to its request. ``placements`` maps a request id to that request's outputs in
+    shared memory.
+    """
+    message = wire.decode_stream_infer_response(data)
+    response = message.infer_response
+    if response is None:
+        response = wire.WireInferResponse("", "", "", {}, (), ())
+    final_value = response.parameters.get("triton_final_response")
+    final = final_value if isinstance(final_value, bool) else None
+    if message.error_message:
+        return StreamEvent(response.id, None, ServerError(message.error_message), final)
+    placed = placements(response.id) if placements is not None else None
+    return StreamEvent(response.id, infer_result_from_wire(response, placed), None, final)
+
+
+# --------------------------------------------------------------------- health, metadata
+
+
+def decode_server_live(data: bytes) -> bool:
+    return bool(parse_message(generated().ServerLiveResponse, data).live)
+
+
+def decode_server_ready(data: bytes) -> bool:
+    return bool(parse_message(generated().ServerReadyResponse, data).ready)
+
+
+def decode_model_ready(data: bytes) -> bool:
+    return bool(parse_message(generated().ModelReadyResponse, data).ready)
+
+
+def decode_server_metadata(data: bytes) -> ServerMetadata:
+    msg = parse_message(generated().ServerMetadataResponse, data)
+    return ServerMetadata(name=msg.name, version=msg.version, extensions=tuple(msg.extensions))
+
+
+def _tensor_metadata(entries: Any) -> tuple[TensorMetadata, ...]:
+    return tuple(
+        TensorMetadata(t.name, t.datatype, tuple(int(d) for d in t.shape)) for t in entries
+    )
+
+
+def decode_model_metadata(data: bytes) -> ModelMetadata:
+    msg = parse_message(generated().ModelMetadataResponse, data)
+    return ModelMetadata(
+        name=msg.name,
+        platform=msg.platform,
+        versions=tuple(msg.versions),
+        inputs=_tensor_metadata(msg.inputs),
+        outputs=_tensor_metadata(msg.outputs),
+    )

@@ -1,0 +1,515 @@
+"""Bidirectional streams (``client.stream()``) against the live Triton server: decoupled
+models, sequences, per-request errors, Triton's gRPC error mode, concurrency, cancellation."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import pytest
+
+from kserve_v2 import (
+    AsyncClient,
+    Client,
+    DeadlineExceededError,
+    InferResult,
+    InvalidInputError,
+    RequestedOutput,
+    ServerError,
+    TransportError,
+    WireMessage,
+)
+from kserve_v2.shm import SystemSharedMemoryRegion
+from tests.grpc.conftest import make_repository, reader_threads
+
+FAILURE = "kserve-v2 test failure: deliberate error"
+IN = np.arange(4, dtype=np.int32)
+_unique = itertools.count(1)
+
+
+def repeat(n: int, *, delay_ms: float = 0, error_at: int | None = None) -> dict[str, Any]:
+    """Inputs of ``repeat_decoupled``: ``n`` responses (OUT = IN, IDX = i), then final."""
+    inputs: dict[str, Any] = {"IN": IN, "REPEAT": np.array([n], np.int32)}
+    if delay_ms:
+        inputs["DELAY_MS"] = np.array([delay_ms], np.float32)
+    if error_at is not None:
+        inputs["ERROR_AT"] = np.array([error_at], np.int32)
+    return inputs
+
+
+def idx(results: list[InferResult]) -> list[int]:
+    return [int(r.as_numpy("IDX")[0]) for r in results]
+
+
+def one(value: int, dtype: npt.DTypeLike = np.int32) -> npt.NDArray[Any]:
+    return np.array([value], dtype)
+
+
+def sequence_id() -> int:
+    """Correlation ids unique across tests (and test runs against a reused server)."""
+    return (uuid.uuid4().int & 0xFFFFFFFF) * 1000 + next(_unique)
+
+
+# -------------------------------------------------------------------------- decoupled models
+
+
+def test_decoupled_responses_per_request(client: Client) -> None:
+    with client.stream() as stream:
+        request = stream.send("repeat_decoupled", repeat(3))
+        results = list(request)
+        assert idx(results) == [0, 1, 2]
+        assert all(np.array_equal(r.as_numpy("OUT"), IN) for r in results)
+        assert [r.final for r in results] == [False, False, False]
+        assert {r.id for r in results} == {request.id}
+        assert request.done
+        assert stream.pending == 0
+        assert stream.send("repeat_decoupled", repeat(0)).results(timeout=30) == []
+        assert idx(stream.wait(stream.send("repeat_decoupled", repeat(2)), timeout=30)) == [0, 1]
+    assert stream.closed
+
+
+def test_empty_final_responses_when_asked(client: Client) -> None:
+    with client.stream(enable_empty_final_response=True) as stream:
+        results = stream.send("repeat_decoupled", repeat(2), request_id="with-final").results()
+        assert [r.final for r in results] == [False, False, True]
+        assert results[-1].outputs == ()
+        assert results[-1].id == "with-final"
+        (only,) = stream.send("repeat_decoupled", repeat(0)).results(timeout=30)
+        assert (only.final, only.outputs) == (True, ())
+        # A model that is not decoupled answers once, flagged final, with no extra response.
+        (single,) = stream.send("identity_int32", {"INPUT0": np.ones((1, 2), np.int32)}).results()
+        assert single.final is True
+        assert single.as_numpy("OUTPUT0").tolist() == [[1, 1]]
+
+
+def test_stream_iteration_yields_every_response_then_stops(client: Client) -> None:
+    with client.stream() as stream:
+        a = stream.send("repeat_decoupled", repeat(3, delay_ms=20), request_id="a")
+        b = stream.send("repeat_decoupled", repeat(2, delay_ms=20), request_id="b")
+        c = stream.send("identity_int16", {"INPUT0": np.ones((1, 1), np.int16)})
+        results = list(stream)
+        by_id: dict[str, list[InferResult]] = {}
+        for result in results:
+            by_id.setdefault(result.id, []).append(result)
+        assert idx(by_id["a"]) == [0, 1, 2]
+        assert idx(by_id["b"]) == [0, 1]
+        assert len(by_id[c.id]) == 1
+        assert a.done
+        assert b.done
+        assert list(stream) == []  # nothing in flight: iteration ends at once
+
+
+def test_responses_are_taken_once(client: Client) -> None:
+    with client.stream() as stream:
+        request = stream.send("repeat_decoupled", repeat(3))
+        first = next(iter(request))
+        rest = list(stream)  # the other two, not the first again
+        assert idx([first]) == [0]
+        assert idx(rest) == [1, 2]
+        assert request.results() == []
+
+
+def test_request_ids(client: Client) -> None:
+    with client.stream() as stream:
+        first = stream.send("repeat_decoupled", repeat(1, delay_ms=300), request_id="mine")
+        with pytest.raises(InvalidInputError, match="in flight"):
+            stream.send("repeat_decoupled", repeat(1), request_id="mine")
+        made_up = stream.send("repeat_decoupled", repeat(1))
+        assert made_up.id
+        assert made_up.id != "mine"
+        assert first.results()[0].id == "mine"
+        # once complete, an id may be used again
+        assert stream.send("repeat_decoupled", repeat(1), request_id="mine").results()
+
+
+def test_wait_timeout_keeps_the_responses(client: Client) -> None:
+    with client.stream() as stream:
+        request = stream.send("repeat_decoupled", repeat(3, delay_ms=300))
+        with pytest.raises(DeadlineExceededError):
+            request.results(timeout=0.5)  # some responses arrived, not all
+        assert idx(request.results(timeout=30)) == [0, 1, 2]
+
+
+async def test_wait_timeout_keeps_the_responses_async(aclient: AsyncClient) -> None:
+    async with aclient.stream() as stream:
+        request = await stream.send("repeat_decoupled", repeat(3, delay_ms=300))
+        with pytest.raises(DeadlineExceededError):
+            await request.results(timeout=0.5)
+        assert idx(await request.results(timeout=30)) == [0, 1, 2]
+
+
+# ----------------------------------------------------------------------------------- errors
+
+
+def test_an_error_belongs_to_its_request_and_the_stream_goes_on(client: Client) -> None:
+    with client.stream() as stream:
+        failing = stream.send("failing", {"INPUT0": np.ones(2, np.int32)})
+        fine = stream.send("identity_int32", {"INPUT0": np.ones((1, 2), np.int32)})
+        with pytest.raises(ServerError) as info:
+            failing.results()
+        assert info.value.message == FAILURE
+        assert failing.done
+        assert fine.results()[0].as_numpy("OUTPUT0").tolist() == [[1, 1]]
+        unknown = stream.send("no_such_model", {"INPUT0": np.ones((1, 2), np.int32)})
+        with pytest.raises(ServerError, match="unknown model"):
+            list(unknown)
+        assert unknown.done
+        later = stream.send("identity_int32", {"INPUT0": np.ones((1, 2), np.int32)})
+        assert len(later.results()) == 1
+
+
+def test_decoupled_error_mid_request(client: Client) -> None:
+    with client.stream() as stream:
+        request = stream.send("repeat_decoupled", repeat(3, error_at=1))
+        responses = iter(request)
+        assert idx([next(responses)]) == [0]
+        with pytest.raises(ServerError, match=FAILURE):
+            next(responses)
+        # The model carries on after its error response: the rest is still there.
+        assert idx(list(request)) == [2]
+        with pytest.raises(ServerError, match=FAILURE):
+            stream.send("repeat_decoupled", repeat(3, error_at=0)).results()
+
+
+def test_stream_iteration_raises_per_request_errors(client: Client) -> None:
+    with client.stream() as stream:
+        stream.send("failing", {"INPUT0": np.ones(2, np.int32)})
+        stream.send("identity_int32", {"INPUT0": np.ones((1, 2), np.int32)})
+        results, errors = [], []
+        while True:
+            try:
+                results.extend(stream)
+                break
+            except ServerError as exc:
+                errors.append(exc)
+        assert [e.message for e in errors] == [FAILURE]
+        assert len(results) == 1
+
+
+@pytest.fixture(scope="module")
+def error_mode_url(triton_factory: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A server of their own for the ``triton_grpc_error`` tests: Triton 2.51 now and then
+    aborts (``ASSERTION FAILED: !byte_buffer->Valid()``) after ending a stream on an error,
+    which must not take the session's server down with it."""
+    repository = make_repository(
+        tmp_path_factory.mktemp("error-mode-repo"), "failing", "identity_int8", "repeat_decoupled"
+    )
+    server = triton_factory.start(repository)
+    yield f"grpc://{server.grpc_url}"
+    server.stop()
+
+
+def test_triton_grpc_error_mode_ends_the_stream(error_mode_url: str) -> None:
+    # Only models that stop at their first error: Triton 2.51 crashes when a decoupled model
+    # keeps sending on a stream this mode has already ended.
+    with Client(error_mode_url) as client:
+        with client.stream(triton_grpc_error=True) as stream:
+            request = stream.send("failing", {"INPUT0": np.ones(2, np.int32)})
+            with pytest.raises(ServerError) as info:
+                request.results(timeout=30)
+            assert (info.value.grpc_code, info.value.message) == ("INTERNAL", FAILURE)
+            with pytest.raises(ServerError):
+                list(stream)
+            with pytest.raises(ServerError):
+                stream.send("identity_int8", {"INPUT0": np.ones((1, 1), np.int8)})
+        with client.stream(triton_grpc_error=True) as stream:  # without errors: as usual
+            message = {"INPUT0": np.ones((1, 1), np.int8)}
+            (result,) = stream.send("identity_int8", message).results(timeout=30)
+            assert result.final is True
+        # Decoupled requests need the empty final response to end (safe: no error occurs).
+        with client.stream(triton_grpc_error=True, enable_empty_final_response=True) as stream:
+            results = stream.send("repeat_decoupled", repeat(2)).results(timeout=30)
+            assert [r.final for r in results] == [False, False, True]
+
+
+def test_triton_grpc_error_mode_does_not_ask_for_empty_finals(error_mode_url: str) -> None:
+    """Triton 2.51 aborts if asked for an empty final response in this mode (see stream.py):
+    a decoupled request then stays in flight after its last data response."""
+    with Client(error_mode_url) as client, client.stream(triton_grpc_error=True) as stream:
+        request = stream.send("repeat_decoupled", repeat(1))
+        assert idx(list(itertools.islice(request, 1))) == [0]
+        assert not request.done
+        stream.cancel()
+    assert request.done
+
+
+async def test_async_triton_grpc_error_mode(error_mode_url: str) -> None:
+    async with (
+        AsyncClient(error_mode_url) as client,
+        client.stream(triton_grpc_error=True) as stream,
+    ):
+        request = await stream.send("failing", {"INPUT0": np.ones(2, np.int32)})
+        with pytest.raises(ServerError) as info:
+            await request.results(timeout=30)
+        assert info.value.grpc_code == "INTERNAL"
+        with pytest.raises(ServerError):
+            await stream.send("failing", {"INPUT0": np.ones(2, np.int32)})
+
+
+# -------------------------------------------------------------------------------- sequences
+
+
+@pytest.mark.parametrize("model", ["sequence_accumulate", "sequence_accumulate_string"])
+def test_sequences_over_a_stream(client: Client, model: str) -> None:
+    if model == "sequence_accumulate":
+        ids: list[int | str] = [sequence_id(), sequence_id()]
+    else:
+        ids = [f"seq-{uuid.uuid4()}", f"seq-{uuid.uuid4()}"]
+    values = [[1, 2, 3], [10, 20, 30]]
+    with client.stream() as stream:
+        requests = []
+        for step in range(3):  # two sequences interleaved on one stream
+            for seq, vals in zip(ids, values, strict=True):
+                requests.append(
+                    stream.send(
+                        model,
+                        {"INPUT": one(vals[step])},
+                        sequence_id=seq,
+                        sequence_start=step == 0,
+                        sequence_end=step == 2,
+                    )
+                )
+        sums = [int(r.results()[0].as_numpy("OUTPUT")[0]) for r in requests]
+    assert sums == [1, 10, 3, 30, 6, 60]
+
+
+@pytest.mark.parametrize("model", ["sequence_accumulate", "sequence_accumulate_string"])
+def test_sequences_over_unary_infer(client: Client, model: str) -> None:
+    seq: int | str = sequence_id() if model == "sequence_accumulate" else f"u-{uuid.uuid4()}"
+    sums = []
+    for step, value in enumerate([5, 6, 7]):
+        result = client.infer(
+            model,
+            {"INPUT": one(value)},
+            sequence_id=seq,
+            sequence_start=step == 0,
+            sequence_end=step == 2,
+        )
+        sums.append(int(result.as_numpy("OUTPUT")[0]))
+    assert sums == [5, 11, 18]
+
+
+async def test_sequences_async(aclient: AsyncClient) -> None:
+    seq = sequence_id()
+    async with aclient.stream() as stream:
+        requests = [
+            await stream.send(
+                "sequence_accumulate",
+                {"INPUT": one(v)},
+                sequence_id=seq,
+                sequence_start=i == 0,
+                sequence_end=i == 2,
+            )
+            for i, v in enumerate([2, 4, 8])
+        ]
+        sums = [int((await r.results())[0].as_numpy("OUTPUT")[0]) for r in requests]
+    assert sums == [2, 6, 14]
+
+
+# ------------------------------------------------------------------------------ concurrency
+
+
+def test_concurrent_streams_from_threads(client: Client) -> None:
+    def worker(n: int) -> list[int]:
+        with client.stream() as stream:
+            requests = [
+                stream.send("identity_int64", {"INPUT0": np.full((1, 1), n * 100 + i, np.int64)})
+                for i in range(5)
+            ]
+            return [int(r.results()[0].as_numpy("OUTPUT0")[0, 0]) for r in requests]
+
+    with ThreadPoolExecutor(4) as pool:
+        answers = list(pool.map(worker, range(4)))
+    assert answers == [[n * 100 + i for i in range(5)] for n in range(4)]
+
+
+def test_one_stream_many_sending_threads(client: Client) -> None:
+    with client.stream() as stream:
+
+        def worker(n: int) -> tuple[int, list[int]]:
+            request = stream.send("repeat_decoupled", {"IN": one(n), "REPEAT": one(2)})
+            results = request.results(timeout=60)
+            return n, [int(r.as_numpy("OUT")[0]) for r in results]
+
+        with ThreadPoolExecutor(4) as pool:
+            answers = dict(pool.map(worker, range(8)))
+    assert answers == {n: [n, n] for n in range(8)}
+
+
+async def test_concurrent_streams_async(aclient: AsyncClient) -> None:
+    async def worker(n: int) -> list[int]:
+        async with aclient.stream() as stream:
+            request = await stream.send("repeat_decoupled", {"IN": one(n), "REPEAT": one(3)})
+            return [int(r.as_numpy("OUT")[0]) async for r in request]
+
+    answers = await asyncio.gather(*(worker(n) for n in range(4)))
+    assert answers == [[n] * 3 for n in range(4)]
+
+
+async def test_async_stream_basics(aclient: AsyncClient) -> None:
+    async with aclient.stream(enable_empty_final_response=True) as stream:
+        request = await stream.send("repeat_decoupled", repeat(2))
+        assert [r.final for r in await request.results(timeout=30)] == [False, False, True]
+        await stream.send("repeat_decoupled", repeat(2), request_id="x")
+        await stream.send("failing", {"INPUT0": np.ones(2, np.int32)}, request_id="bad")
+        seen: list[str] = []
+        errors: list[str] = []
+        while True:
+            try:
+                async for result in stream:  # kept one by one: an error may come mid-way
+                    seen.append(result.id)
+                break
+            except ServerError as exc:
+                errors.append(exc.message)
+        assert seen.count("x") == 3
+        assert errors == [FAILURE]
+        with pytest.raises(DeadlineExceededError):
+            await (await stream.send("repeat_decoupled", repeat(1, delay_ms=500))).results(0.05)
+    assert stream.closed
+
+
+# ------------------------------------------------------------------ closing and cancelling
+
+
+def test_cancel_is_prompt_and_leaves_no_thread(client: Client) -> None:
+    stream = client.stream()
+    request = stream.send("repeat_decoupled", repeat(20, delay_ms=200))
+    started = time.monotonic()
+    stream.cancel()
+    assert time.monotonic() - started < 5
+    assert stream.closed
+    assert request.done
+    assert not reader_threads()
+    with pytest.raises(TransportError, match="closed"):
+        stream.send("repeat_decoupled", repeat(1))
+    stream.cancel()  # idempotent
+    stream.close()
+
+
+def test_leaving_with_by_an_exception_cancels(client: Client) -> None:
+    def give_up() -> None:
+        with client.stream() as stream:
+            stream.send("repeat_decoupled", repeat(20, delay_ms=200))
+            raise RuntimeError("caller gave up")
+
+    started = time.monotonic()
+    with pytest.raises(RuntimeError):
+        give_up()
+    assert time.monotonic() - started < 5
+    assert not reader_threads()
+
+
+def test_close_waits_for_requests_in_flight(client: Client) -> None:
+    stream = client.stream()
+    request = stream.send("repeat_decoupled", repeat(2, delay_ms=100))
+    stream.close()
+    assert request.done
+    assert stream.pending == 0
+    assert not reader_threads()
+    # the responses nobody took were kept until close and are still readable
+    assert idx(request.results()) == [0, 1]
+
+
+def test_close_gives_up_after_its_timeout(client: Client) -> None:
+    stream = client.stream()
+    stream.send("repeat_decoupled", repeat(20, delay_ms=200))
+    started = time.monotonic()
+    stream.close(timeout=0.3)
+    assert time.monotonic() - started < 5
+    assert not reader_threads()
+
+
+def test_stream_deadline(client: Client) -> None:
+    with client.stream(timeout=0.5) as stream:
+        request = stream.send("repeat_decoupled", repeat(10, delay_ms=200))
+        with pytest.raises(DeadlineExceededError):
+            request.results()
+        with pytest.raises(DeadlineExceededError):
+            stream.send("repeat_decoupled", repeat(1))
+
+
+def test_closing_the_client_cancels_its_streams(grpc_url: str) -> None:
+    c = Client(grpc_url)
+    stream = c.stream()
+    stream.send("repeat_decoupled", repeat(20, delay_ms=200))
+    c.close()
+    assert stream.closed
+    assert not reader_threads()
+
+
+async def test_async_cancel_and_client_close(grpc_url: str) -> None:
+    async with AsyncClient(grpc_url) as c:
+        stream = c.stream()
+        request = await stream.send("repeat_decoupled", repeat(20, delay_ms=200))
+        started = time.monotonic()
+        await stream.cancel()
+        assert time.monotonic() - started < 5
+        assert request.done
+        with pytest.raises(TransportError):
+            await stream.send("repeat_decoupled", repeat(1))
+        open_stream = c.stream()
+        await open_stream.send("repeat_decoupled", repeat(20, delay_ms=200))
+    assert open_stream.closed
+    tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+    assert not [t for t in tasks if not t.done()]
+
+
+async def test_async_close_waits_and_its_timeout(aclient: AsyncClient) -> None:
+    stream = aclient.stream()
+    request = await stream.send("repeat_decoupled", repeat(2, delay_ms=100))
+    await stream.aclose()
+    assert idx(await request.results()) == [0, 1]
+    slow = aclient.stream()
+    await slow.send("repeat_decoupled", repeat(20, delay_ms=200))
+    started = time.monotonic()
+    await slow.aclose(timeout=0.3)
+    assert time.monotonic() - started < 5
+    assert slow.closed
+
+
+# ----------------------------------------------------------------------- hook, shared memory
+
+
+def test_wire_hook_sees_stream_messages(grpc_url: str) -> None:
+    seen: list[WireMessage] = []
+    with Client(grpc_url, wire_hook=seen.append) as c, c.stream(headers={"X-S": "1"}) as stream:
+        stream.send("repeat_decoupled", repeat(2)).results()
+    assert all((m.protocol, m.method) == ("grpc", "stream") for m in seen)
+    assert seen[0].direction == "send"
+    assert ("x-s", "1") in seen[0].headers
+    assert [m.direction for m in seen[1:]] == ["send", "receive", "receive", "receive", "receive"]
+    assert seen[-1].status == "OK"
+    assert seen[-1].body == ()
+
+
+def test_outputs_in_shared_memory_over_a_stream(client: Client) -> None:
+    with SystemSharedMemoryRegion.create("grpc_stream_io", 64) as region:
+        client.register_system_shared_memory(region.name, region.key, region.byte_size)
+        try:
+            with client.stream() as stream:
+                request = stream.send(
+                    "identity_int32",
+                    {"INPUT0": np.arange(4, dtype=np.int32).reshape(2, 2)},
+                    outputs=[RequestedOutput("OUTPUT0", shared_memory=region.placement(16))],
+                )
+                (result,) = request.results()
+            assert result.output("OUTPUT0").data is None
+            assert result.output("OUTPUT0").parameters["shared_memory_region"] == "grpc_stream_io"
+            assert region.ndarray("INT32", (2, 2)).tolist() == [[0, 1], [2, 3]]
+        finally:
+            client.unregister_system_shared_memory(region.name)
+
+
+def test_no_reader_thread_survives_the_module() -> None:
+    deadline = time.monotonic() + 5
+    while reader_threads() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not reader_threads(), [t.name for t in threading.enumerate()]
