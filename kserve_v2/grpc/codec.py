@@ -30,7 +30,6 @@ import numpy.typing as npt
 
 from kserve_v2.datatypes import Datatype, deserialize, element_count, numpy_dtype
 from kserve_v2.errors import (
-    InvalidInputError,
     MissingDependencyError,
     ProtocolError,
     ServerError,
@@ -122,7 +121,9 @@ def to_wire_request(request: InferRequest) -> wire.WireInferRequest:
             params.update(tensor.shared_memory.as_parameters())
         else:
             raw.append(tensor.wire_bytes())
-        inputs.append(wire.WireInferInput(tensor.name, tensor.datatype.value, tensor.shape, params))
+        inputs.append(
+            wire.WireInferInput(tensor.name, tensor.datatype._value_, tensor.shape, params)
+        )
     outputs: list[wire.WireRequestedOutput] = []
     for output in request.outputs:
         params = dict(output.parameters)
@@ -187,6 +188,13 @@ def _typed_contents(
     return np.array(values, dtype=dtype).reshape(shape)
 
 
+_DATATYPES: Final = {d.value: d for d in Datatype}
+
+
+def _where(index: int, out: wire.WireOutputTensor) -> str:
+    return f"outputs[{index}] ({out.name!r})"
+
+
 def _is_shm(params: Mapping[str, object]) -> bool:
     return "shared_memory_region" in params
 
@@ -229,14 +237,15 @@ def infer_result_from_wire(
         raws = paired
     tensors: list[OutputTensor] = []
     for index, out in enumerate(outputs):
-        where = f"outputs[{index}] ({out.name!r})"
-        try:
-            datatype = Datatype.parse(out.datatype)
-        except InvalidInputError:
-            raise ProtocolError(f"{where}: unknown datatype {out.datatype!r}") from None
-        if any(dim < 0 for dim in out.shape):
-            raise ProtocolError(f"{where}: negative dimension in shape {list(out.shape)}")
-        params = _parameters(out.parameters)
+        # The error label is built only when something is wrong (this loop is per response).
+        datatype = _DATATYPES.get(out.datatype)
+        if datatype is None:
+            raise ProtocolError(f"{_where(index, out)}: unknown datatype {out.datatype!r}")
+        if out.shape and min(out.shape) < 0:
+            raise ProtocolError(
+                f"{_where(index, out)}: negative dimension in shape {list(out.shape)}"
+            )
+        params = _parameters(out.parameters) if out.parameters else {}
         raw = raws[index] if index < len(raws) else None
         placement = placements.get(out.name)
         if placement is not None and (raw is None or not raw.nbytes):
@@ -246,14 +255,16 @@ def infer_result_from_wire(
             try:
                 data = deserialize(raw, datatype, out.shape)
             except ProtocolError as exc:
-                raise ProtocolError(f"{where}: {exc.message}") from None
+                raise ProtocolError(f"{_where(index, out)}: {exc.message}") from None
         elif out.contents is not None:
-            data = _typed_contents(out.contents, datatype, out.shape, where)
+            data = _typed_contents(out.contents, datatype, out.shape, _where(index, out))
         if data is None and not _is_shm(params):
             if element_count(out.shape) and raw is None:
-                raise ProtocolError(f"{where} carries no data and is not in shared memory")
+                raise ProtocolError(
+                    f"{_where(index, out)} carries no data and is not in shared memory"
+                )
             data = deserialize(b"", datatype, out.shape)
-        tensors.append(OutputTensor(out.name, datatype.value, out.shape, data, params))
+        tensors.append(OutputTensor(out.name, datatype._value_, out.shape, data, params))
     return InferResult(
         model_name=response.model_name,
         model_version=response.model_version,

@@ -44,7 +44,7 @@ import operator
 import struct
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import SupportsIndex
+from typing import Final, SupportsIndex
 
 from kserve_v2.errors import InvalidInputError, ProtocolError
 
@@ -203,6 +203,9 @@ class WireStreamResponse:
 
 def _put_varint(out: bytearray, value: int) -> None:
     # value is already known to be in [0, 2**64).
+    if value < 0x80:  # lengths, tags and dims of small messages: one byte
+        out.append(value)
+        return
     while value > 0x7F:
         out.append((value & 0x7F) | 0x80)
         value >>= 7
@@ -210,6 +213,8 @@ def _put_varint(out: bytearray, value: int) -> None:
 
 
 def _utf8(value: object, what: str) -> bytes:
+    if type(value) is str and value.isascii():  # the common case, no checks needed
+        return value.encode("ascii")
     if not isinstance(value, str):
         raise InvalidInputError(f"{what} must be a str, not {type(value).__name__}", value=value)
     try:
@@ -227,6 +232,8 @@ def _put_string_field(out: bytearray, tag: int, value: object, what: str) -> Non
 
 
 def _int64(value: object, what: str) -> int:
+    if type(value) is int and _INT64_MIN <= value <= _INT64_MAX:
+        return value  # fast path: isinstance() against a Protocol is very slow
     if isinstance(value, bool):
         raise InvalidInputError(f"{what} must be an integer, not a bool", value=value)
     if not isinstance(value, SupportsIndex):
@@ -312,28 +319,61 @@ def encode_infer_request(request: WireInferRequest) -> EncodedMessage:
     integer parameters outside int64/uint64, parameter values of other types,
     non-contiguous buffers, or a message of 2 GiB or more.
     """
+    try:
+        return _encode_infer_request(request, _NO_LABELS)
+    except InvalidInputError:
+        # Labels such as "inputs[1].shape[0]" cost a formatted string per field on every
+        # request; they are built only to say precisely what was wrong.
+        return _encode_infer_request(request, _Labels())
+
+
+class _Labels:
+    """Field labels for error messages (the encoder's slow, precise mode)."""
+
+    def item(self, what: str, index: int) -> str:
+        return f"{what}[{index}]"
+
+    def field(self, where: str, name: str) -> str:
+        return f"{where}.{name}"
+
+
+class _NoLabels(_Labels):
+    """The fast mode: constant labels (an error makes the encoder run again with labels)."""
+
+    def item(self, what: str, index: int) -> str:
+        return what
+
+    def field(self, where: str, name: str) -> str:
+        return name
+
+
+_NO_LABELS: Final = _NoLabels()
+
+
+def _encode_infer_request(request: WireInferRequest, labels: _Labels) -> EncodedMessage:
     head = bytearray()
     _put_string_field(head, 0x0A, request.model_name, "model_name")  # 1
     _put_string_field(head, 0x12, request.model_version, "model_version")  # 2
     _put_string_field(head, 0x1A, request.id, "id")  # 3
     _put_parameters(head, 0x22, request.parameters, "parameters")  # 4
     for i, tensor in enumerate(request.inputs):  # 5
-        where = f"inputs[{i}]"
+        where = labels.item("inputs", i)
         body = bytearray()
-        _put_string_field(body, 0x0A, tensor.name, f"{where}.name")
-        _put_string_field(body, 0x12, tensor.datatype, f"{where}.datatype")
+        _put_string_field(body, 0x0A, tensor.name, labels.field(where, "name"))
+        _put_string_field(body, 0x12, tensor.datatype, labels.field(where, "datatype"))
         if tensor.shape:
             packed = bytearray()  # repeated int64 is packed in proto3
+            shape_label = labels.field(where, "shape")
             for d, dim in enumerate(tensor.shape):
-                _put_varint(packed, _int64(dim, f"{where}.shape[{d}]") & _MASK64)
+                _put_varint(packed, _int64(dim, labels.item(shape_label, d)) & _MASK64)
             _put_submessage(body, 0x1A, packed)
-        _put_parameters(body, 0x22, tensor.parameters, f"{where}.parameters")
+        _put_parameters(body, 0x22, tensor.parameters, labels.field(where, "parameters"))
         _put_submessage(head, 0x2A, body)
     for i, output in enumerate(request.outputs):  # 6
-        where = f"outputs[{i}]"
+        where = labels.item("outputs", i)
         body = bytearray()
-        _put_string_field(body, 0x0A, output.name, f"{where}.name")
-        _put_parameters(body, 0x12, output.parameters, f"{where}.parameters")
+        _put_string_field(body, 0x0A, output.name, labels.field(where, "name"))
+        _put_parameters(body, 0x12, output.parameters, labels.field(where, "parameters"))
         _put_submessage(head, 0x32, body)
 
     buffers: list[BytesLike] = [head]
