@@ -2,7 +2,8 @@
 # Run the tests again on the oldest supported dependencies: numpy 1.x and the gRPC floors
 # (grpcio 1.62.3, protobuf 4.25.1, as declared in pyproject's `grpc` extra), in a throw-away
 # environment under .work/ so that .venv keeps the newest versions.
-# Extra arguments go to pytest (default: the unit tests plus the gRPC client tests).
+# Extra arguments go to pytest (default: every test that needs no server, then the gRPC client
+# and streaming tests against a live Triton).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
@@ -23,7 +24,9 @@ fi
 import grpc, google.protobuf, numpy
 print(f"floor: numpy {numpy.__version__}, grpcio {grpc.__version__}, protobuf {google.protobuf.__version__}")
 PY
-if [[ $# -eq 0 ]]; then
-    set -- -m "not integration" tests
+if [[ $# -gt 0 ]]; then
+    exec "$FLOOR/bin/python" -m pytest -p no:cacheprovider "$@"
 fi
-exec "$FLOOR/bin/python" -m pytest -p no:cacheprovider "$@"
+"$FLOOR/bin/python" -m pytest -p no:cacheprovider -q -m "not integration" tests
+exec "$FLOOR/bin/python" -m pytest -p no:cacheprovider -q tests/grpc/test_client.py \
+    tests/grpc/test_stream.py

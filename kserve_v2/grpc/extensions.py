@@ -77,11 +77,19 @@ def message_to_rest(message: Any) -> dict[str, Any]:
     """A protobuf message as Triton's REST JSON shows it (see the module docstring)."""
     from google.protobuf import json_format
 
-    value = json_format.MessageToDict(
-        message,
-        preserving_proto_field_name=True,
-        always_print_fields_with_no_presence=True,
-    )
+    try:
+        value = json_format.MessageToDict(
+            message,
+            preserving_proto_field_name=True,
+            always_print_fields_with_no_presence=True,
+        )
+    except TypeError:
+        # protobuf < 5.26 (the supported floor is 4.25) names the same option differently.
+        value = json_format.MessageToDict(  # type: ignore[call-arg]
+            message,
+            preserving_proto_field_name=True,
+            including_default_value_fields=True,
+        )
     result: dict[str, Any] = _fix_int64(value, message.DESCRIPTOR)
     return result
 
