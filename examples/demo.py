@@ -53,7 +53,7 @@ def demo_sync(url: str) -> None:
         result = client.infer("simple", {"INPUT0": a, "INPUT1": b}, request_id="demo-1")
         show("inputs", INPUT0=a, INPUT1=b)
         show(f"outputs (id={result.id!r})", **result.as_dict())
-        timed("simple infer, binary", lambda: client.infer("simple", {"INPUT0": a, "INPUT1": b}))
+        timed("simple infer", lambda: client.infer("simple", {"INPUT0": a, "INPUT1": b}))
         timed(
             "simple infer, JSON",
             lambda: client.infer("simple", {"INPUT0": a, "INPUT1": b}, binary=False),
@@ -63,7 +63,7 @@ def demo_sync(url: str) -> None:
         result = client.infer("bytes_reverse", {"INPUT0": texts})
         print(f"  bytes_reverse {texts.tolist()} -> {result.as_numpy('OUTPUT0').tolist()}")
 
-        big = np.random.default_rng(0).standard_normal(4 * 1024 * 1024, dtype=np.float32)
+        big = np.random.default_rng(0).standard_normal((1, 4 * 1024 * 1024), dtype=np.float32)
         start = time.perf_counter()
         out = client.infer("identity_fp32", {"INPUT0": big}).as_numpy("OUTPUT0")
         elapsed = time.perf_counter() - start
@@ -74,7 +74,7 @@ def demo_sync(url: str) -> None:
         )
 
         try:
-            client.infer("failing", {"INPUT0": a})
+            client.infer("failing", {"INPUT0": a.reshape(-1)})
         except kserve_v2.ServerError as exc:
             print(f"  server error surfaced: {exc}")
 
