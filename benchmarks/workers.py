@@ -12,6 +12,13 @@ Both clients do the same work per operation: build the inputs from numpy arrays 
 code does for every request), request the same outputs in binary form, and turn every output into
 a numpy array. The outputs are checked against the expected values outside the timed region
 (after the warm-up and after the last timed operation).
+
+In the shared-memory scenarios both clients create and register one input and one output
+system shared-memory region per worker (untimed), and per operation copy the input array into
+the input region (one copy), infer with the input and the output placed in the regions, and
+take the output as a zero-copy numpy view of the output region; after the warm-up check the
+output region is zeroed, so the final check sees what the timed requests wrote. The regions
+are unregistered and destroyed at the end.
 """
 
 from __future__ import annotations
@@ -19,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import json
+import os
 import queue
 import resource
 import sys
@@ -35,6 +43,7 @@ from scenarios import Scenario, scenario_by_name
 
 Arrays = list[npt.NDArray[Any]]
 SyncOp = Callable[[], Arrays]
+Hook = Callable[[], None]
 AsyncOp = Callable[[], Awaitable[Arrays]]
 
 # -- inputs and expected outputs ------------------------------------------------------------------
@@ -121,6 +130,63 @@ def _kserve_sync(
         return [result.as_numpy(name) for name in names]
 
     return op, client.close
+
+
+def _region_names(prefix: str) -> tuple[str, str]:
+    """Region names of this worker: unique on the server shared by all the workers."""
+    return f"{prefix}_in_{os.getpid()}", f"{prefix}_out_{os.getpid()}"
+
+
+def _kserve_shm(
+    scenario: Scenario, inputs: dict[str, npt.NDArray[Any]], url: str
+) -> tuple[SyncOp, Hook, Hook]:
+    """The operation, the close and the reset (zero the output region) of a shared-memory
+    scenario: one input and one output system region, created and registered here."""
+    import kserve_v2
+    from kserve_v2.client.extensions import read_shared_memory_output
+    from kserve_v2.datatypes import datatype_of
+    from kserve_v2.shm import SystemSharedMemoryRegion
+
+    ((name, array),) = inputs.items()
+    (output,) = _output_names(scenario)
+    datatype, shape, model = datatype_of(array), array.shape, scenario.model
+    infer_input, requested_output = kserve_v2.InferInput, kserve_v2.RequestedOutput
+
+    client = kserve_v2.Client(url)
+    in_name, out_name = _region_names("kserve")
+    in_region = SystemSharedMemoryRegion.create(in_name, array.nbytes)
+    out_region = SystemSharedMemoryRegion.create(out_name, array.nbytes)
+    registered: list[SystemSharedMemoryRegion] = []
+
+    def close() -> None:
+        try:
+            for region in registered:
+                client.unregister_region(region)
+        finally:
+            in_region.close()
+            out_region.close()
+            client.close()
+
+    try:
+        for region in (in_region, out_region):
+            client.register_region(region)
+            registered.append(region)
+    except BaseException:
+        close()
+        raise
+
+    def op() -> Arrays:
+        n = in_region.write(array)
+        placed = in_region.placement(n)
+        tensor = infer_input(name, datatype=datatype, shape=shape, shared_memory=placed)
+        requested = requested_output(output, shared_memory=out_region.placement(n))
+        result = client.infer(model, [tensor], outputs=[requested])
+        return [read_shared_memory_output(result, output, out_region)]
+
+    def reset() -> None:
+        out_region.ndarray(np.uint8, out_region.byte_size).fill(0)
+
+    return op, close, reset
 
 
 async def _kserve_async(
@@ -221,6 +287,64 @@ def _triton_sync(
     return op, client.close
 
 
+def _triton_shm(
+    scenario: Scenario, inputs: dict[str, npt.NDArray[Any]], http_url: str, grpc_url: str
+) -> tuple[SyncOp, Hook, Hook]:
+    """tritonclient's side of :func:`_kserve_shm`, with ``tritonclient.utils.shared_memory``
+    and the calls of tritonclient's own ``simple_{http,grpc}_shm_client.py`` examples."""
+    import tritonclient.utils.shared_memory as shm
+    from tritonclient.utils import np_to_triton_dtype, triton_to_np_dtype
+
+    module = _triton_module(scenario.protocol)
+    http = scenario.protocol == "http"
+    ((name, array),) = inputs.items()
+    (output,) = _output_names(scenario)
+    shape, datatype, nbytes = list(array.shape), np_to_triton_dtype(array.dtype), array.nbytes
+    model = scenario.model
+    infer_input, requested_output = module.InferInput, module.InferRequestedOutput
+
+    client = module.InferenceServerClient(http_url.removeprefix("http://") if http else grpc_url)
+    in_name, out_name = _region_names("triton")
+    in_handle = shm.create_shared_memory_region(in_name, f"/{in_name}", nbytes, create_only=True)
+    out_handle = shm.create_shared_memory_region(out_name, f"/{out_name}", nbytes, create_only=True)
+    registered: list[str] = []
+
+    def close() -> None:
+        try:
+            for region in registered:
+                client.unregister_system_shared_memory(region)
+        finally:
+            shm.destroy_shared_memory_region(in_handle)
+            shm.destroy_shared_memory_region(out_handle)
+            client.close()
+
+    try:
+        for region in (in_name, out_name):
+            client.register_system_shared_memory(region, f"/{region}", nbytes)
+            registered.append(region)
+    except BaseException:
+        close()
+        raise
+
+    def op() -> Arrays:
+        shm.set_shared_memory_region(in_handle, [array])
+        tensor = infer_input(name, shape, datatype)
+        tensor.set_shared_memory(in_name, nbytes)
+        requested = requested_output(output)
+        requested.set_shared_memory(out_name, nbytes)
+        result = client.infer(model, [tensor], outputs=[requested])
+        meta = result.get_output(output)
+        out_type, out_shape = (
+            (meta["datatype"], meta["shape"]) if http else (meta.datatype, meta.shape)
+        )
+        return [shm.get_contents_as_numpy(out_handle, triton_to_np_dtype(out_type), out_shape)]
+
+    def reset() -> None:
+        shm.get_contents_as_numpy(out_handle, np.uint8, [nbytes]).fill(0)
+
+    return op, close, reset
+
+
 async def _triton_async(
     scenario: Scenario, inputs: dict[str, npt.NDArray[Any]], http_url: str, grpc_url: str
 ) -> tuple[AsyncOp, Callable[[], Any]]:
@@ -279,7 +403,12 @@ class _Clock:
 
 
 def _measure_sync(
-    scenario: Scenario, op: SyncOp, requests: int, warmup: int, expected: Arrays
+    scenario: Scenario,
+    op: SyncOp,
+    requests: int,
+    warmup: int,
+    expected: Arrays,
+    reset: Hook | None = None,
 ) -> dict[str, Any]:
     baseline = _rss_bytes()
     last: Arrays | None = None
@@ -287,6 +416,9 @@ def _measure_sync(
         last = None
         last = op()
     _check(scenario, last, expected)
+    if reset is not None:
+        # e.g. zero the output region, so that the last check sees the timed requests' data
+        reset()
     latencies: list[float] = []
     gc.collect()
     perf = time.perf_counter
@@ -373,13 +505,19 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
 
         result = asyncio.run(_measure_async(scenario, make, requests, warmup, expected))
     else:
+        reset: Hook | None = None
         if client == "kserve-v2":
             url = http_url if scenario.protocol == "http" else f"grpc://{grpc_url}"
-            op, close = _kserve_sync(scenario, inputs, url)
+            if scenario.shared_memory:
+                op, close, reset = _kserve_shm(scenario, inputs, url)
+            else:
+                op, close = _kserve_sync(scenario, inputs, url)
+        elif scenario.shared_memory:
+            op, close, reset = _triton_shm(scenario, inputs, http_url, grpc_url)
         else:
             op, close = _triton_sync(scenario, inputs, http_url, grpc_url)
         try:
-            result = _measure_sync(scenario, op, requests, warmup, expected)
+            result = _measure_sync(scenario, op, requests, warmup, expected, reset)
         finally:
             close()
 
@@ -389,7 +527,8 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
         client=client,
         requests=requests,
         units=units,
-        # tensor bytes sent and received per request (identity: the tensor, both ways)
+        # tensor bytes sent and received per request (identity: the tensor, both ways, over
+        # the socket or through the shared-memory regions)
         bytes_moved=2 * scenario.tensor_bytes * requests,
         peak_rss=_peak_rss_bytes(),
         **_versions(client),
