@@ -566,7 +566,14 @@ def test_statistics_count_inferences(client: ClientUnderTest) -> None:
     before = stats()
     for _ in range(3):
         client.infer("identity_int8", {"INPUT0": np.ones((1, 2), np.int8)})
+    # Triton records statistics just after sending the response: let the last one land.
+    deadline = time.monotonic() + 5
     after = stats()
+    while after["inference_count"] < before["inference_count"] + 3:
+        if time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+        after = stats()
     assert after["inference_count"] == before["inference_count"] + 3
     success = after["inference_stats"]["success"]
     assert success["count"] == before["inference_stats"]["success"]["count"] + 3
