@@ -23,7 +23,7 @@ import enum
 import math
 import struct
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
 import numpy as np
@@ -33,6 +33,7 @@ from kserve_v2.errors import InvalidInputError, ProtocolError
 
 __all__ = [
     "BytesLike",
+    "DATATYPE_BY_NAME",
     "Datatype",
     "bf16_bits_to_float32",
     "datatype_of",
@@ -84,17 +85,19 @@ class Datatype(str, enum.Enum):
     def parse(cls, value: str | Datatype) -> Datatype:
         """The datatype named ``value``; :class:`InvalidInputError` if there is none."""
         try:
-            return _BY_NAME[value]
+            return DATATYPE_BY_NAME[value]
         except (KeyError, TypeError):
             raise InvalidInputError(
-                f"unknown datatype {value!r}; expected one of {', '.join(_BY_NAME)}", value=value
+                f"unknown datatype {value!r}; expected one of {', '.join(DATATYPE_BY_NAME)}",
+                value=value,
             ) from None
 
     def __str__(self) -> str:
         return self.value
 
 
-_BY_NAME: Final[dict[str, Datatype]] = {d.value: d for d in Datatype}
+#: Wire name -> datatype; ``.get(name)`` is the decoders' allocation-free lookup.
+DATATYPE_BY_NAME: Final[Mapping[str, Datatype]] = {d.value: d for d in Datatype}
 
 # Little-endian wire dtypes; BYTES and BF16 have none (they need conversion).
 _WIRE_DTYPE: Final[dict[Datatype, np.dtype[Any]]] = {

@@ -28,7 +28,7 @@ from typing import Any, Final
 import numpy as np
 import numpy.typing as npt
 
-from kserve_v2.datatypes import Datatype, deserialize, element_count, numpy_dtype
+from kserve_v2.datatypes import DATATYPE_BY_NAME, Datatype, deserialize, element_count, numpy_dtype
 from kserve_v2.errors import (
     MissingDependencyError,
     ProtocolError,
@@ -188,9 +188,6 @@ def _typed_contents(
     return np.array(values, dtype=dtype).reshape(shape)
 
 
-_DATATYPES: Final = {d.value: d for d in Datatype}
-
-
 def _where(index: int, out: wire.WireOutputTensor) -> str:
     return f"outputs[{index}] ({out.name!r})"
 
@@ -238,7 +235,7 @@ def infer_result_from_wire(
     tensors: list[OutputTensor] = []
     for index, out in enumerate(outputs):
         # The error label is built only when something is wrong (this loop is per response).
-        datatype = _DATATYPES.get(out.datatype)
+        datatype = DATATYPE_BY_NAME.get(out.datatype)
         if datatype is None:
             raise ProtocolError(f"{_where(index, out)}: unknown datatype {out.datatype!r}")
         if out.shape and min(out.shape) < 0:

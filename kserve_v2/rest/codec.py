@@ -30,6 +30,7 @@ from typing import Any, Final
 import numpy.typing as npt
 
 from kserve_v2.datatypes import (
+    DATATYPE_BY_NAME,
     BytesLike,
     Datatype,
     deserialize,
@@ -72,7 +73,6 @@ BINARY_TYPE: Final = "application/octet-stream"
 _HEADER_LENGTH_LOWER: Final = HEADER_LENGTH.lower()
 # Datatypes with no JSON form: sent binary even when JSON is the default.
 _BINARY_ONLY: Final = frozenset({Datatype.FP16, Datatype.BF16})
-_DATATYPES: Final = {d.value: d for d in Datatype}
 _DUMPS = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode
 
 
@@ -372,7 +372,7 @@ def _decode_tensors(
         if type(name) is not str:
             _expect(entry, "name", str, _where(what, index))
         raw_datatype = entry.get("datatype")
-        datatype = _DATATYPES.get(raw_datatype) if type(raw_datatype) is str else None
+        datatype = DATATYPE_BY_NAME.get(raw_datatype) if type(raw_datatype) is str else None
         if datatype is None:
             _expect(entry, "datatype", str, _where(what, index, name))
             raise ProtocolError(f"{_where(what, index, name)}: unknown datatype {raw_datatype!r}")
