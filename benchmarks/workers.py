@@ -96,12 +96,20 @@ def _check(scenario: Scenario, got: Arrays | None, expected: Arrays) -> None:
 # -- kserve-v2 ------------------------------------------------------------------------------------
 
 
+def _kserve_kwargs(url: str) -> dict[str, Any]:
+    """Client arguments: the gRPC transport ``run.py --grpc-transport`` chose (via the
+    environment), for grpc:// URLs."""
+    if url.startswith("grpc"):
+        return {"grpc_transport": os.environ.get("KSERVE_V2_BENCH_GRPC_TRANSPORT", "native")}
+    return {}
+
+
 def _kserve_sync(
     scenario: Scenario, inputs: dict[str, npt.NDArray[Any]], url: str
 ) -> tuple[SyncOp, Callable[[], None]]:
     import kserve_v2
 
-    client = kserve_v2.Client(url)
+    client = kserve_v2.Client(url, **_kserve_kwargs(url))
     model, names = scenario.model, _output_names(scenario)
 
     if scenario.kind == "stream":
@@ -152,7 +160,7 @@ def _kserve_shm(
     datatype, shape, model = datatype_of(array), array.shape, scenario.model
     infer_input, requested_output = kserve_v2.InferInput, kserve_v2.RequestedOutput
 
-    client = kserve_v2.Client(url)
+    client = kserve_v2.Client(url, **_kserve_kwargs(url))
     in_name, out_name = _region_names("kserve")
     in_region = SystemSharedMemoryRegion.create(in_name, array.nbytes)
     out_region = SystemSharedMemoryRegion.create(out_name, array.nbytes)
@@ -194,7 +202,7 @@ async def _kserve_async(
 ) -> tuple[AsyncOp, Callable[[], Any]]:
     import kserve_v2
 
-    client = kserve_v2.AsyncClient(url)
+    client = kserve_v2.AsyncClient(url, **_kserve_kwargs(url))
     model, names = scenario.model, _output_names(scenario)
 
     async def op() -> Arrays:

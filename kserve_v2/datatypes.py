@@ -345,18 +345,21 @@ def serialize(array: npt.NDArray[Any], datatype: Datatype) -> BytesLike:
     C-contiguous and little-endian (no copy); otherwise one copy is made. ``BYTES`` and ``BF16``
     from float32 are always converted.
     """
+    if datatype in _WIRE_DTYPE:  # fixed-size: the array's own bytes
+        wire = np.ascontiguousarray(_byteswap_if_needed(array))
+        try:
+            return wire.data.cast("B")  # a quarter of the cost of a uint8 view's .data
+        except (TypeError, ValueError):  # a zero in the shape, a dtype with no buffer format
+            return wire.reshape(-1).view(np.uint8).data
     if datatype is Datatype.BYTES:
         # numpy's S dtype cannot hold trailing NULs (it strips them on access), which is why
         # results come back as object arrays; S input is taken at numpy's own value.
         return serialize_bytes_elements(array.reshape(-1).tolist())
-    if datatype is Datatype.BF16:
-        if array.dtype.name == "bfloat16":
-            wire = np.ascontiguousarray(array).view(np.uint16)
-        else:
-            wire = float32_to_bf16_bits(array)
-        wire = _byteswap_if_needed(np.ascontiguousarray(wire))
-        return wire.reshape(-1).view(np.uint8).data
-    wire = np.ascontiguousarray(_byteswap_if_needed(array))
+    if array.dtype.name == "bfloat16":  # BF16
+        wire = np.ascontiguousarray(array).view(np.uint16)
+    else:
+        wire = float32_to_bf16_bits(array)
+    wire = _byteswap_if_needed(np.ascontiguousarray(wire))
     return wire.reshape(-1).view(np.uint8).data
 
 
@@ -373,28 +376,29 @@ def deserialize(buffer: BytesLike, datatype: Datatype, shape: Sequence[int]) -> 
 
     The buffer must hold exactly the bytes ``shape`` needs, else :class:`ProtocolError`.
     """
-    count = element_count(shape)
-    if datatype is Datatype.BYTES:
+    count = math.prod(shape)
+    wire = _WIRE_DTYPE.get(datatype)  # None for BYTES and BF16
+    itemsize = _ITEMSIZE[datatype] if wire is None else wire.itemsize
+    if itemsize is None:  # BYTES
         # Parse first: the elements present bound the allocation, not the (peer-given) shape.
         elements = deserialize_bytes_elements(buffer, count)
         out = np.empty(len(elements), dtype=object)
         out[:] = elements
         return _shaped(out, shape, datatype)
-    itemsize = _ITEMSIZE[datatype]
-    assert itemsize is not None
-    nbytes = memoryview(buffer).nbytes
+    nbytes = buffer.nbytes if type(buffer) is memoryview else memoryview(buffer).nbytes
     if nbytes != count * itemsize:
         raise ProtocolError(
             f"{datatype.value} tensor of shape {list(shape)} needs {count * itemsize} bytes, "
             f"got {nbytes}"
         )
-    if datatype is Datatype.BF16:
-        bits = np.frombuffer(buffer, dtype="<u2", count=count)
-        bf16 = _bfloat16_dtype()
-        if bf16 is not None:
-            return _shaped(bits.view(bf16), shape, datatype)
-        return _shaped(bf16_bits_to_float32(bits), shape, datatype)
-    return _shaped(np.frombuffer(buffer, dtype=_WIRE_DTYPE[datatype], count=count), shape, datatype)
+    if wire is not None:
+        # Positional arguments: numpy parses keywords slowly (0.3 µs of a small tensor's 1 µs).
+        return _shaped(np.frombuffer(buffer, wire, count), shape, datatype)
+    bits = np.frombuffer(buffer, dtype="<u2", count=count)  # BF16
+    bf16 = _bfloat16_dtype()
+    if bf16 is not None:
+        return _shaped(bits.view(bf16), shape, datatype)
+    return _shaped(bf16_bits_to_float32(bits), shape, datatype)
 
 
 def _shaped(flat: npt.NDArray[Any], shape: Sequence[int], datatype: Datatype) -> npt.NDArray[Any]:

@@ -13,7 +13,7 @@ Example::
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 import numpy.typing as npt
@@ -115,6 +115,80 @@ class InferResult:
         """Triton's ``triton_final_response`` flag of a streamed response (None if absent)."""
         value = self.parameters.get("triton_final_response")
         return value if isinstance(value, bool) else None
+
+
+# A frozen dataclass's __init__ sets each field through object.__setattr__, most of what a
+# small result costs to build (0.9 µs for an OutputTensor). The codecs build these objects
+# on every request, so they fill the slots through the slot descriptors instead: the same
+# object at half the cost (the classes have no __post_init__ that this would skip).
+_new_object = object.__new__
+_REQUEST_SETTERS: tuple[Any, ...] = tuple(
+    InferRequest.__dict__[f.name].__set__ for f in fields(InferRequest)
+)
+_OUTPUT_SETTERS: tuple[Any, ...] = tuple(
+    OutputTensor.__dict__[f.name].__set__ for f in fields(OutputTensor)
+)
+_RESULT_SETTERS: tuple[Any, ...] = tuple(
+    InferResult.__dict__[f.name].__set__ for f in fields(InferResult)
+)
+
+
+def new_infer_request(
+    model_name: str,
+    inputs: tuple[InferInput, ...],
+    outputs: tuple[RequestedOutput, ...],
+    model_version: str,
+    id: str,
+    parameters: Mapping[str, ParameterValue],
+) -> InferRequest:
+    """``InferRequest(model_name, inputs, outputs, model_version, id, parameters)``, faster."""
+    request = _new_object(InferRequest)
+    set_model_name, set_inputs, set_outputs, set_model_version, set_id, set_params = (
+        _REQUEST_SETTERS
+    )
+    set_model_name(request, model_name)
+    set_inputs(request, inputs)
+    set_outputs(request, outputs)
+    set_model_version(request, model_version)
+    set_id(request, id)
+    set_params(request, parameters)
+    return request
+
+
+def new_output_tensor(
+    name: str,
+    datatype: str,
+    shape: tuple[int, ...],
+    data: npt.NDArray[Any] | None,
+    parameters: Mapping[str, ParameterValue],
+) -> OutputTensor:
+    """``OutputTensor(name, datatype, shape, data, parameters)``, faster."""
+    tensor = _new_object(OutputTensor)
+    set_name, set_datatype, set_shape, set_data, set_parameters = _OUTPUT_SETTERS
+    set_name(tensor, name)
+    set_datatype(tensor, datatype)
+    set_shape(tensor, shape)
+    set_data(tensor, data)
+    set_parameters(tensor, parameters)
+    return tensor
+
+
+def new_infer_result(
+    model_name: str,
+    model_version: str,
+    id: str,
+    parameters: Mapping[str, ParameterValue],
+    outputs: tuple[OutputTensor, ...],
+) -> InferResult:
+    """``InferResult(model_name, model_version, id, parameters, outputs)``, faster."""
+    result = _new_object(InferResult)
+    set_model_name, set_model_version, set_id, set_parameters, set_outputs = _RESULT_SETTERS
+    set_model_name(result, model_name)
+    set_model_version(result, model_version)
+    set_id(result, id)
+    set_parameters(result, parameters)
+    set_outputs(result, outputs)
+    return result
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,6 +16,9 @@ from kserve_v2.messages import (
     OutputTensor,
     ServerMetadata,
     TensorMetadata,
+    new_infer_request,
+    new_infer_result,
+    new_output_tensor,
 )
 from kserve_v2.tensors import InferInput, SharedMemoryPlacement
 
@@ -124,6 +127,31 @@ def test_messages_are_frozen(value: Any) -> None:
     field = dataclasses.fields(value)[0].name
     with pytest.raises(dataclasses.FrozenInstanceError):
         setattr(value, field, "other")
+
+
+# Each fast constructor with the class it builds and one value per field, in field order.
+FAST_CONSTRUCTORS = [
+    (new_infer_request, InferRequest, ("m", (InferInput("x", [1]),), (), "2", "r", {"p": 1})),
+    (new_output_tensor, OutputTensor, ("y", "FP32", (2,), PROBS, {"p": True})),
+    (new_infer_result, InferResult, ("m", "2", "r", {"p": "v"}, RESULT.outputs)),
+]
+
+
+@pytest.mark.parametrize(
+    ("build", "cls", "values"), FAST_CONSTRUCTORS, ids=lambda v: getattr(v, "__name__", "")
+)
+def test_fast_constructors_build_what_the_class_builds(
+    build: Any, cls: type, values: tuple[Any, ...]
+) -> None:
+    # One value per field: a field added to the class fails here until its builder sets it.
+    assert len(values) == len(dataclasses.fields(cls))
+    built = build(*values)
+    assert type(built) is cls
+    assert built == cls(*values)
+    for field, value in zip(dataclasses.fields(cls), values, strict=True):
+        assert getattr(built, field.name) is value
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        setattr(built, dataclasses.fields(cls)[0].name, "other")
 
 
 def test_request_defaults() -> None:

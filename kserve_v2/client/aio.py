@@ -81,6 +81,10 @@ class AsyncClient(ClientBase):
         grpc_credentials: gRPC only: a ready ``grpc.ChannelCredentials`` for ``grpcs://``
             (instead of the files of ``tls``).
         grpc_keepalive: gRPC only: keepalive pings (:class:`~kserve_v2.grpc.GRPCKeepAlive`).
+        grpc_transport: gRPC only: ``"native"`` (default), the library's own HTTP/2 client,
+            which needs no grpcio and costs far less CPU per call; or ``"grpcio"``, which is
+            needed for ``grpc_credentials``, ``grpc_keepalive`` and grpcio channel arguments
+            beyond the message size limits.
 
     Over gRPC (``grpc://host:8001``, ``grpcs://...``) one HTTP/2 channel carries every call;
     it is opened on first use inside the running event loop and belongs to that loop. See
@@ -107,6 +111,7 @@ class AsyncClient(ClientBase):
         grpc_options: Mapping[str, Any] | None = None,
         grpc_credentials: Any = None,
         grpc_keepalive: GRPCKeepAlive | None = None,
+        grpc_transport: str = "native",
     ) -> None:
         super().__init__(
             url,
@@ -122,6 +127,7 @@ class AsyncClient(ClientBase):
             grpc_options=grpc_options,
             grpc_credentials=grpc_credentials,
             grpc_keepalive=grpc_keepalive,
+            grpc_transport=grpc_transport,
         )
         if transport is not None and self.protocol == "grpc":
             raise InvalidInputError("transport= applies to HTTP; gRPC clients own a channel")
@@ -140,6 +146,12 @@ class AsyncClient(ClientBase):
 
     def _default_io(self, pool_size: int) -> Any:
         if self.protocol == "grpc":
+            if self.grpc_transport == "native":
+                from kserve_v2.grpc.native import AsyncNativeGRPCChannel
+
+                return AsyncNativeGRPCChannel(
+                    self._grpc_config, connect_timeout=self.connect_timeout
+                )
             from kserve_v2.grpc.channel import AsyncGRPCChannel
 
             return AsyncGRPCChannel(self._grpc_config)

@@ -140,6 +140,7 @@ class ClientBase:
         grpc_options: Mapping[str, Any] | None = None,
         grpc_credentials: Any = None,
         grpc_keepalive: GRPCKeepAlive | None = None,
+        grpc_transport: str = "native",
     ) -> None:
         self.endpoint: Endpoint = parse_url(url)
         for name, value in (("timeout", timeout), ("connect_timeout", connect_timeout)):
@@ -157,10 +158,15 @@ class ClientBase:
         # Open gRPC streams, cancelled when the client closes (their threads/tasks end then).
         self._streams: set[Any] = set()
         if self.endpoint.protocol == "http":
-            if grpc_options or grpc_credentials is not None or grpc_keepalive is not None:
+            if (
+                grpc_options
+                or grpc_credentials is not None
+                or grpc_keepalive is not None
+                or grpc_transport != "native"
+            ):
                 raise InvalidInputError(
-                    "grpc_options, grpc_credentials and grpc_keepalive apply to grpc:// and "
-                    "grpcs:// URLs only"
+                    "grpc_options, grpc_credentials, grpc_keepalive and grpc_transport apply "
+                    "to grpc:// and grpcs:// URLs only"
                 )
             self._proto: Backend = HTTPProtocol(
                 self.endpoint,
@@ -172,7 +178,7 @@ class ClientBase:
             )
         else:
             # Imported here: kserve_v2 must import without grpcio and protobuf.
-            from kserve_v2.grpc.channel import channel_config, check_compression
+            from kserve_v2.grpc.channel import channel_config, check_compression, check_transport
             from kserve_v2.grpc.protocol import GRPCProtocol
 
             # gRPC always accepts gzip/deflate answers; the server chooses whether to compress.
@@ -185,6 +191,9 @@ class ClientBase:
                 keepalive=grpc_keepalive,
                 options=grpc_options,
                 compression=request_compression,
+            )
+            self.grpc_transport = check_transport(
+                grpc_transport, self._grpc_config, grpc_credentials, grpc_options
             )
             self._proto = GRPCProtocol(
                 self.endpoint,

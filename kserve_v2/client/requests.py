@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from kserve_v2.errors import InvalidInputError
-from kserve_v2.messages import InferRequest
+from kserve_v2.messages import InferRequest, new_infer_request
 from kserve_v2.parameters import UINT64_MAX, ParameterValue, validate_parameters
 from kserve_v2.tensors import InferInput, RequestedOutput
 
@@ -22,12 +22,14 @@ OutputsArg = Sequence[str | RequestedOutput]
 
 
 def _inputs(inputs: InputsArg) -> tuple[InferInput, ...]:
-    if isinstance(inputs, Mapping):
+    if type(inputs) is dict or isinstance(inputs, Mapping):  # dict: skip the ABC check
         return tuple(
-            value
-            if isinstance(value, InferInput) and value.name == name
-            else InferInput(name, value)
-            for name, value in inputs.items()
+            [
+                value
+                if isinstance(value, InferInput) and value.name == name
+                else InferInput(name, value)
+                for name, value in inputs.items()
+            ]
         )
     candidate: object = inputs
     if isinstance(candidate, InferInput):
@@ -116,11 +118,11 @@ def build_infer_request(
         params[key] = value
     if not isinstance(request_id, str):
         raise InvalidInputError(f"request_id must be a str, got {request_id!r}", value=request_id)
-    return InferRequest(
-        model_name=model,
-        inputs=_inputs(inputs),
-        outputs=_outputs(outputs),
-        model_version=str(version) if version not in (None, "") else "",
-        id=request_id,
-        parameters=params,
+    return new_infer_request(
+        model,
+        _inputs(inputs),
+        _outputs(outputs),
+        str(version) if version not in (None, "") else "",
+        request_id,
+        params,
     )

@@ -79,6 +79,10 @@ class Client(ClientBase):
         grpc_credentials: gRPC only: a ready ``grpc.ChannelCredentials`` for ``grpcs://``
             (instead of the files of ``tls``).
         grpc_keepalive: gRPC only: keepalive pings (:class:`~kserve_v2.grpc.GRPCKeepAlive`).
+        grpc_transport: gRPC only: ``"native"`` (default), the library's own HTTP/2 client,
+            which needs no grpcio and costs far less CPU per call; or ``"grpcio"``, which is
+            needed for ``grpc_credentials``, ``grpc_keepalive`` and grpcio channel arguments
+            beyond the message size limits.
 
     Over gRPC (``grpc://host:8001``, ``grpcs://...``) one HTTP/2 channel carries every call:
     ``pool_size`` and ``binary`` do not apply, ``connect_timeout`` is bounded by each call's
@@ -105,6 +109,7 @@ class Client(ClientBase):
         grpc_options: Mapping[str, Any] | None = None,
         grpc_credentials: Any = None,
         grpc_keepalive: GRPCKeepAlive | None = None,
+        grpc_transport: str = "native",
     ) -> None:
         super().__init__(
             url,
@@ -120,6 +125,7 @@ class Client(ClientBase):
             grpc_options=grpc_options,
             grpc_credentials=grpc_credentials,
             grpc_keepalive=grpc_keepalive,
+            grpc_transport=grpc_transport,
         )
         if transport is not None and self.protocol == "grpc":
             raise InvalidInputError("transport= applies to HTTP; gRPC clients own a channel")
@@ -128,6 +134,10 @@ class Client(ClientBase):
 
     def _default_io(self, pool_size: int) -> Any:
         if self.protocol == "grpc":
+            if self.grpc_transport == "native":
+                from kserve_v2.grpc.native import NativeGRPCChannel
+
+                return NativeGRPCChannel(self._grpc_config, connect_timeout=self.connect_timeout)
             from kserve_v2.grpc.channel import GRPCChannel
 
             return GRPCChannel(self._grpc_config)

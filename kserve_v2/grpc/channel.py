@@ -5,7 +5,11 @@ translated.
 grpcio channel built from a :class:`ChannelConfig`, keeps its multicallables in a cache, and
 moves *bytes*: the multicallables have no serializers, so the codec decides every copy of the
 tensor data (see :mod:`kserve_v2.grpc.wire`). :func:`translate_rpc_error` turns a
-``grpc.RpcError`` into the library's error tree; both channels and the streams use it.
+``grpc.RpcError`` into the library's error tree; both channels and their stream calls use it.
+
+Streaming calls (``open_stream``) follow :class:`SyncStreamCall` / :class:`AsyncStreamCall`,
+which the native transport (:mod:`kserve_v2.grpc.native_stream`) implements too, so
+:mod:`kserve_v2.grpc.stream` runs on either transport.
 
 grpcio is imported only when a channel is built; without it :class:`MissingDependencyError`
 says ``pip install 'kserve-v2[grpc]'``.
@@ -25,11 +29,14 @@ Example::
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import queue
 import re
-from collections.abc import Mapping, Sequence
+import threading
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from types import ModuleType
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from kserve_v2.errors import (
     DeadlineExceededError,
@@ -46,10 +53,15 @@ if TYPE_CHECKING:
 
 __all__ = [
     "AsyncGRPCChannel",
+    "AsyncStreamCall",
+    "AsyncStreamChannel",
     "ChannelConfig",
     "GRPCChannel",
     "GRPCKeepAlive",
     "Metadata",
+    "StreamMessage",
+    "SyncStreamCall",
+    "SyncStreamChannel",
     "channel_config",
     "import_grpc",
     "status_of",
@@ -158,12 +170,57 @@ class ChannelConfig:
     credentials: Any = None
     options: tuple[tuple[str, Any], ...] = DEFAULT_OPTIONS
     compression: str | None = None
+    # The same TLS material as files, for the native transport (the ssl module loads files).
+    ca_file: str | None = None
+    cert_file: str | None = None
+    key_file: str | None = None
+    server_hostname: str | None = None
 
     def __repr__(self) -> str:  # no key material in reprs or logs
         return (
             f"ChannelConfig(target={self.target!r}, secure={self.secure}, "
             f"compression={self.compression!r}, options={self.options!r})"
         )
+
+
+#: The gRPC transports: the library's own HTTP/2 client, or grpcio.
+TRANSPORTS: Final = ("native", "grpcio")
+# grpcio channel arguments the native transport honours too.
+NATIVE_OPTIONS: Final = frozenset(
+    {"grpc.max_send_message_length", "grpc.max_receive_message_length"}
+)
+
+
+def check_transport(
+    name: object,
+    config: ChannelConfig,
+    credentials: Any = None,
+    options: Sequence[tuple[str, Any]] | Mapping[str, Any] | None = None,
+) -> str:
+    """``name`` if it is a transport that can carry ``config``.
+
+    The native transport cannot use grpcio objects or grpcio's other channel arguments;
+    asking it to is an error that names ``grpc_transport="grpcio"``, rather than a setting
+    silently dropped.
+    """
+    if name not in TRANSPORTS:
+        raise InvalidInputError(
+            f"grpc_transport must be one of {TRANSPORTS}, got {name!r}", value=name
+        )
+    if name == "native":
+        problems = []
+        if credentials is not None:
+            problems.append("grpc_credentials")
+        if any(key not in NATIVE_OPTIONS for key, _ in _merge_options(options)):
+            problems.append("grpc_options other than " + " and ".join(sorted(NATIVE_OPTIONS)))
+        if any(key.startswith("grpc.keepalive") for key, _ in config.options):
+            problems.append("grpc_keepalive")
+        if problems:
+            raise InvalidInputError(
+                f'{" and ".join(problems)} are grpcio settings: pass grpc_transport="grpcio" '
+                "to use them (the default native transport does not)"
+            )
+    return str(name)
 
 
 def check_compression(value: str | None, what: str = "compression") -> str | None:
@@ -286,6 +343,10 @@ def channel_config(
         private_key=key,
         certificate_chain=chain,
         credentials=credentials,
+        ca_file=tls.ca_file if tls is not None and secure else None,
+        cert_file=tls.cert_file if tls is not None and secure else None,
+        key_file=tls.key_file if tls is not None and secure else None,
+        server_hostname=tls.server_hostname if tls is not None else None,
         options=_merge_options(
             DEFAULT_OPTIONS,
             keepalive.channel_options() if keepalive is not None else None,
@@ -366,6 +427,218 @@ def _response_metadata(call: Any) -> Metadata:
         items = getattr(call, getter)() or ()
         out.extend((str(k), v if isinstance(v, str) else repr(v)) for k, v in items)
     return tuple(out)
+
+
+# --------------------------------------------------------------------------- stream calls
+
+#: One response message of a stream call. The native transport hands over a message that
+#: arrived in pieces as the bytearray it was assembled in (not copied once more).
+StreamMessage = bytes | bytearray
+
+_CLOSED_FOR_SENDING: Final = "the stream is closed; open a new one with client.stream()"
+
+
+class SyncStreamCall(Protocol):
+    """One bidirectional-streaming call, whatever the transport (``open_stream``'s result).
+
+    Requests go out with :meth:`send` (from any thread, one whole message at a time) until
+    :meth:`done_sending`; iterating the call (one thread) yields the response messages and
+    ends when the server ends the call with ``OK``. Any other status, a deadline or a broken
+    connection raises the kserve-v2 error :func:`translate_rpc_error` gives (``ServerError``
+    with ``grpc_code``, :class:`DeadlineExceededError`, :class:`TransportError`) once the
+    messages before it were yielded. After :meth:`cancel` iteration ends quietly. ``status``
+    is the final gRPC status name (``"CANCELLED"`` after a cancel), ``None`` while running.
+
+    A send that waits for flow control is released by the iteration, so keep iterating while
+    sending.
+    """
+
+    @property
+    def status(self) -> str | None: ...
+
+    def send(self, data: bytes) -> None:
+        """Send one request message (serialized, not yet framed)."""
+
+    def done_sending(self) -> None:
+        """No more requests (half-close). A no-op once the call is over."""
+
+    def __iter__(self) -> Iterator[StreamMessage]: ...
+
+    def cancel(self) -> None:
+        """End the call now, from any thread. Idempotent."""
+
+
+class AsyncStreamCall(Protocol):
+    """The asyncio twin of :class:`SyncStreamCall`: ``await read()`` returns the next
+    message, ``None`` at an ``OK`` end (and after :meth:`cancel`); errors as there. One
+    :meth:`write` at a time."""
+
+    @property
+    def status(self) -> str | None: ...
+
+    async def read(self) -> StreamMessage | None: ...
+
+    async def write(self, data: bytes) -> None: ...
+
+    async def done_writing(self) -> None:
+        """No more requests (half-close). A no-op once the call is over."""
+
+    def cancel(self) -> None:
+        """End the call now. Idempotent."""
+
+
+class SyncStreamChannel(Protocol):
+    """What :class:`~kserve_v2.grpc.stream.GRPCStream` needs of a channel."""
+
+    @property
+    def config(self) -> ChannelConfig: ...
+
+    def open_stream(
+        self,
+        method: str,
+        *,
+        timeout: float | None = None,
+        metadata: Metadata = (),
+        compression: str | None = None,
+    ) -> SyncStreamCall: ...
+
+
+class AsyncStreamChannel(Protocol):
+    """What :class:`~kserve_v2.grpc.stream.AsyncGRPCStream` needs of a channel
+    (``open_stream`` is called inside the running event loop)."""
+
+    @property
+    def config(self) -> ChannelConfig: ...
+
+    def open_stream(
+        self,
+        method: str,
+        *,
+        timeout: float | None = None,
+        metadata: Metadata = (),
+        compression: str | None = None,
+    ) -> AsyncStreamCall: ...
+
+
+class _GrpcioStreamCall:
+    """:class:`SyncStreamCall` over grpcio: requests reach grpcio through an iterator fed
+    from a queue (grpcio consumes it on a thread of its own)."""
+
+    def __init__(
+        self,
+        channel: GRPCChannel,
+        method: str,
+        timeout: float | None,
+        metadata: Metadata,
+        compression: str | None,
+    ) -> None:
+        self._grpc = channel.grpc
+        self._url = channel.config.url
+        self._requests: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
+        # Orders send() against done_sending(): a request queued after the end marker
+        # would silently never go out.
+        self._lock = threading.Lock()
+        self._sending = True
+        self._cancelled = False
+        self.status: str | None = None
+        self._call = channel.stream_stream(method)(
+            self._request_iterator(),
+            timeout=timeout,
+            metadata=metadata or None,
+            compression=channel.compression(compression),
+        )
+
+    def _request_iterator(self) -> Iterator[bytes]:
+        while (item := self._requests.get()) is not None:
+            yield item
+
+    def send(self, data: bytes) -> None:
+        with self._lock:
+            if not self._sending:
+                raise TransportError(_CLOSED_FOR_SENDING, url=self._url)
+            self._requests.put(data)
+
+    def done_sending(self) -> None:
+        with self._lock:
+            if self._sending:
+                self._sending = False
+                self._requests.put(None)  # ends the request iterator: grpcio half-closes
+
+    def __iter__(self) -> Iterator[StreamMessage]:
+        try:
+            yield from self._call
+            self.status = "OK"
+        except self._grpc.RpcError as exc:
+            self.status = _code_name(exc)
+            if not (self._cancelled and self.status == "CANCELLED"):
+                raise translate_rpc_error(exc, self._url) from exc
+        finally:
+            self.done_sending()  # releases grpcio's request thread if it still waits
+
+    def cancel(self) -> None:
+        self._cancelled = True
+        self._call.cancel()
+        self.done_sending()
+
+
+class _AsyncGrpcioStreamCall:
+    """:class:`AsyncStreamCall` over ``grpc.aio``."""
+
+    def __init__(
+        self,
+        channel: AsyncGRPCChannel,
+        method: str,
+        timeout: float | None,
+        metadata: Metadata,
+        compression: str | None,
+    ) -> None:
+        self._grpc = channel.grpc
+        self._eof = _import_grpc_aio().EOF
+        self._url = channel.config.url
+        self._cancelled = False
+        self.status: str | None = None
+        self._call = channel.stream_stream(method)(
+            timeout=timeout,
+            metadata=metadata or None,
+            compression=channel.compression(compression),
+        )
+
+    async def read(self) -> StreamMessage | None:
+        try:
+            data = await self._call.read()
+        except self._grpc.RpcError as exc:
+            self.status = _code_name(exc)
+            if self._cancelled and self.status == "CANCELLED":
+                return None
+            raise translate_rpc_error(exc, self._url) from exc
+        except asyncio.CancelledError:
+            # grpc.aio raises this from read() once the call was cancelled; if we did
+            # that, it is the quiet end. Otherwise the reading task itself is cancelled.
+            if not self._cancelled:
+                raise
+            self.status = "CANCELLED"
+            return None
+        if data is self._eof:  # grpc.aio reports a non-OK status by raising instead
+            self.status = "OK"
+            return None
+        message: bytes = data
+        return message
+
+    async def write(self, data: bytes) -> None:
+        try:
+            await self._call.write(data)
+        except self._grpc.RpcError as exc:
+            raise translate_rpc_error(exc, self._url) from exc
+        except asyncio.InvalidStateError as exc:  # half-closed, or the call is over
+            raise TransportError(_CLOSED_FOR_SENDING, url=self._url) from exc
+
+    async def done_writing(self) -> None:
+        with contextlib.suppress(self._grpc.RpcError, asyncio.InvalidStateError):
+            await self._call.done_writing()
+
+    def cancel(self) -> None:
+        self._cancelled = True
+        self._call.cancel()
 
 
 # ---------------------------------------------------------------------------------- sync
@@ -457,6 +730,17 @@ class GRPCChannel:
         except self._grpc.RpcError as exc:
             raise translate_rpc_error(exc, self.config.url) from exc
         return response, ()
+
+    def open_stream(
+        self,
+        method: str,
+        *,
+        timeout: float | None = None,
+        metadata: Metadata = (),
+        compression: str | None = None,
+    ) -> SyncStreamCall:
+        """Start a bidirectional-streaming call of ``method`` (see :class:`SyncStreamCall`)."""
+        return _GrpcioStreamCall(self, method, timeout, metadata, compression)
 
     def close(self) -> None:
         """Close the channel (cancels calls still in flight). Idempotent."""
@@ -574,6 +858,18 @@ class AsyncGRPCChannel:
         except self._grpc.RpcError as exc:
             raise translate_rpc_error(exc, self.config.url) from exc
         return response, ()
+
+    def open_stream(
+        self,
+        method: str,
+        *,
+        timeout: float | None = None,
+        metadata: Metadata = (),
+        compression: str | None = None,
+    ) -> AsyncStreamCall:
+        """Start a bidirectional-streaming call (call from the event loop; see
+        :class:`AsyncStreamCall`)."""
+        return _AsyncGrpcioStreamCall(self, method, timeout, metadata, compression)
 
     async def aclose(self) -> None:
         """Close the channel (cancels calls in flight). Idempotent."""

@@ -42,6 +42,8 @@ from kserve_v2.messages import (
     OutputTensor,
     ServerMetadata,
     TensorMetadata,
+    new_infer_result,
+    new_output_tensor,
 )
 from kserve_v2.parameters import ParameterValue
 from kserve_v2.tensors import SharedMemoryPlacement
@@ -105,6 +107,36 @@ def parse_message(cls: Any, data: bytes) -> Any:
 # ----------------------------------------------------------------------------- requests
 
 
+def _request_fields(
+    request: InferRequest,
+) -> tuple[list[wire.InputFields], list[wire.RequestedOutputFields], list[wire.BytesLike]]:
+    """The inputs, requested outputs and raw contents of ``request`` as the wire carries them.
+
+    The parameter mappings are the request's own unless something is added to them.
+    """
+    inputs: list[wire.InputFields] = []
+    raw: list[wire.BytesLike] = []
+    for tensor in request.inputs:
+        params: Mapping[str, ParameterValue] = tensor.parameters
+        if tensor.shared_memory is not None:
+            params = {**params, **tensor.shared_memory.as_parameters()}
+        else:
+            raw.append(tensor.wire_bytes())
+        inputs.append((tensor.name, tensor.datatype._value_, tensor.shape, params))
+    outputs: list[wire.RequestedOutputFields] = []
+    for output in request.outputs:
+        params = output.parameters
+        if output.shared_memory is not None or output.class_count:
+            added = dict(params)
+            if output.shared_memory is not None:
+                added.update(output.shared_memory.as_parameters())
+            if output.class_count:
+                added["classification"] = output.class_count
+            params = added
+        outputs.append((output.name, params))
+    return inputs, outputs, raw
+
+
 def to_wire_request(request: InferRequest) -> wire.WireInferRequest:
     """The wire form of ``request``: tensor data referenced, not copied.
 
@@ -113,39 +145,37 @@ def to_wire_request(request: InferRequest) -> wire.WireInferRequest:
     outputs carry ``classification`` and shared-memory parameters; ``binary`` has no meaning
     on gRPC, where tensors are always binary.
     """
-    inputs: list[wire.WireInferInput] = []
-    raw: list[wire.BytesLike] = []
-    for tensor in request.inputs:
-        params: dict[str, ParameterValue] = dict(tensor.parameters)
-        if tensor.shared_memory is not None:
-            params.update(tensor.shared_memory.as_parameters())
-        else:
-            raw.append(tensor.wire_bytes())
-        inputs.append(
-            wire.WireInferInput(tensor.name, tensor.datatype._value_, tensor.shape, params)
-        )
-    outputs: list[wire.WireRequestedOutput] = []
-    for output in request.outputs:
-        params = dict(output.parameters)
-        if output.shared_memory is not None:
-            params.update(output.shared_memory.as_parameters())
-        if output.class_count:
-            params["classification"] = output.class_count
-        outputs.append(wire.WireRequestedOutput(output.name, params))
+    inputs, outputs, raw = _request_fields(request)
     return wire.WireInferRequest(
-        model_name=request.model_name,
-        model_version=request.model_version,
-        id=request.id,
-        parameters=request.parameters,
-        inputs=inputs,
-        outputs=outputs,
-        raw_input_contents=raw,
+        request.model_name,
+        request.model_version,
+        request.id,
+        request.parameters,
+        [
+            wire.WireInferInput(name, datatype, shape, dict(params))
+            for name, datatype, shape, params in inputs
+        ],
+        [wire.WireRequestedOutput(name, dict(params)) for name, params in outputs],
+        raw,
     )
 
 
 def encode_infer_request(request: InferRequest) -> bytes:
-    """The serialized ``ModelInferRequest`` (the one copy of the tensor data is the join)."""
-    return wire.encode_infer_request(to_wire_request(request)).tobytes()
+    """The serialized ``ModelInferRequest`` (the one copy of the tensor data is the join).
+
+    Equal to ``wire.serialize_infer_request(to_wire_request(request))``, without building
+    the intermediate wire objects.
+    """
+    inputs, outputs, raw = _request_fields(request)
+    return wire.serialize_infer_request_fields(
+        request.model_name,
+        request.model_version,
+        request.id,
+        request.parameters,
+        inputs,
+        outputs,
+        raw,
+    )
 
 
 # ---------------------------------------------------------------------------- responses
@@ -188,8 +218,8 @@ def _typed_contents(
     return np.array(values, dtype=dtype).reshape(shape)
 
 
-def _where(index: int, out: wire.WireOutputTensor) -> str:
-    return f"outputs[{index}] ({out.name!r})"
+def _where(index: int, name: str) -> str:
+    return f"outputs[{index}] ({name!r})"
 
 
 def _is_shm(params: Mapping[str, object]) -> bool:
@@ -218,11 +248,26 @@ def infer_result_from_wire(
     entry, so ``placements`` (from the request) says which outputs those are; they come back
     with ``data=None`` and the placement's ``shared_memory_*`` parameters, as over REST.
     """
+    return _infer_result(
+        (
+            response.model_name,
+            response.model_version,
+            response.id,
+            response.parameters,
+            [(o.name, o.datatype, o.shape, o.parameters, o.contents) for o in response.outputs],
+            response.raw_output_contents,
+        ),
+        placements,
+    )
+
+
+def _infer_result(fields: wire.InferResponseFields, placements: Placements | None) -> InferResult:
+    """:func:`infer_result_from_wire` of the response's fields."""
+    model_name, model_version, id, parameters, outputs, raw_output_contents = fields
     placements = placements or {}
-    outputs = response.outputs
-    raws: list[memoryview | None] = list(response.raw_output_contents)
+    raws: list[memoryview | None] = list(raw_output_contents)
     if raws and len(raws) != len(outputs):
-        with_data = [i for i, out in enumerate(outputs) if not _is_shm(out.parameters)]
+        with_data = [i for i, out in enumerate(outputs) if not _is_shm(out[3])]
         if len(with_data) != len(raws):
             raise ProtocolError(
                 f"inference response has {len(raws)} raw_output_contents for "
@@ -233,41 +278,39 @@ def infer_result_from_wire(
             paired[index] = raw
         raws = paired
     tensors: list[OutputTensor] = []
-    for index, out in enumerate(outputs):
+    for index, (name, datatype_name, shape, out_params, contents) in enumerate(outputs):
         # The error label is built only when something is wrong (this loop is per response).
-        datatype = DATATYPE_BY_NAME.get(out.datatype)
+        datatype = DATATYPE_BY_NAME.get(datatype_name)
         if datatype is None:
-            raise ProtocolError(f"{_where(index, out)}: unknown datatype {out.datatype!r}")
-        if out.shape and min(out.shape) < 0:
-            raise ProtocolError(
-                f"{_where(index, out)}: negative dimension in shape {list(out.shape)}"
-            )
-        params = _parameters(out.parameters) if out.parameters else {}
+            raise ProtocolError(f"{_where(index, name)}: unknown datatype {datatype_name!r}")
+        if shape and min(shape) < 0:
+            raise ProtocolError(f"{_where(index, name)}: negative dimension in shape {list(shape)}")
+        params = _parameters(out_params) if out_params else {}
         raw = raws[index] if index < len(raws) else None
-        placement = placements.get(out.name)
+        placement = placements.get(name)
         if placement is not None and (raw is None or not raw.nbytes):
             params = {**placement.as_parameters(), **params}
         data: npt.NDArray[Any] | None = None
         if raw is not None and not (_is_shm(params) and not raw.nbytes):
             try:
-                data = deserialize(raw, datatype, out.shape)
+                data = deserialize(raw, datatype, shape)
             except ProtocolError as exc:
-                raise ProtocolError(f"{_where(index, out)}: {exc.message}") from None
-        elif out.contents is not None:
-            data = _typed_contents(out.contents, datatype, out.shape, _where(index, out))
+                raise ProtocolError(f"{_where(index, name)}: {exc.message}") from None
+        elif contents is not None:
+            data = _typed_contents(contents, datatype, shape, _where(index, name))
         if data is None and not _is_shm(params):
-            if element_count(out.shape) and raw is None:
+            if element_count(shape) and raw is None:
                 raise ProtocolError(
-                    f"{_where(index, out)} carries no data and is not in shared memory"
+                    f"{_where(index, name)} carries no data and is not in shared memory"
                 )
-            data = deserialize(b"", datatype, out.shape)
-        tensors.append(OutputTensor(out.name, datatype._value_, out.shape, data, params))
-    return InferResult(
-        model_name=response.model_name,
-        model_version=response.model_version,
-        id=response.id,
-        parameters=_parameters(response.parameters),
-        outputs=tuple(tensors),
+            data = deserialize(b"", datatype, shape)
+        tensors.append(new_output_tensor(name, datatype._value_, shape, data, params))
+    return new_infer_result(
+        model_name,
+        model_version,
+        id,
+        _parameters(parameters) if parameters else {},
+        tuple(tensors),
     )
 
 
@@ -275,7 +318,7 @@ def decode_infer_response(data: bytes, placements: Placements | None = None) -> 
     """Decode a serialized ``ModelInferResponse`` (outputs are views on ``data``);
     ``placements``: the request's outputs in shared memory (see :func:`infer_result_from_wire`).
     """
-    return infer_result_from_wire(wire.decode_infer_response(data), placements)
+    return _infer_result(wire.decode_infer_response_fields(data), placements)
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,6 +15,10 @@ response (``triton_enable_empty_final_response``); it is shown to consumers only
 stream was opened with ``enable_empty_final_response=True`` (as an :class:`InferResult` with
 no outputs and ``final == True``).
 
+The streams run on either gRPC transport: they only use the channel's ``open_stream`` (see
+:class:`~kserve_v2.grpc.channel.SyncStreamCall`). The sync stream's background thread is the
+call's reader; on the native transport it reads the stream's own connection.
+
 An error for one request (``error_message``) is raised as :class:`ServerError` by the consumer
 that takes it; the stream lives on. With ``triton_grpc_error=True`` Triton instead ends the
 whole stream with a gRPC status at the first error: consumers then raise that
@@ -37,17 +41,17 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
-import queue
 import threading
 import time
 from collections import OrderedDict, deque
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, cast
 
 from kserve_v2.client.requests import InputsArg, OutputsArg, build_infer_request
 from kserve_v2.client.wire import WireHook, WireMessage
+from kserve_v2.datatypes import BytesLike
 from kserve_v2.errors import (
     DeadlineExceededError,
     InvalidInputError,
@@ -57,14 +61,20 @@ from kserve_v2.errors import (
     TransportError,
 )
 from kserve_v2.grpc import codec
-from kserve_v2.grpc.channel import Metadata, translate_rpc_error
+from kserve_v2.grpc.channel import Metadata, status_of
 from kserve_v2.grpc.protocol import SERVICE
 from kserve_v2.messages import InferRequest, InferResult
 from kserve_v2.parameters import ParameterValue
 
 if TYPE_CHECKING:
     from kserve_v2.client.http import Headers
-    from kserve_v2.grpc.channel import AsyncGRPCChannel, GRPCChannel
+    from kserve_v2.grpc.channel import (
+        AsyncStreamCall,
+        AsyncStreamChannel,
+        StreamMessage,
+        SyncStreamCall,
+        SyncStreamChannel,
+    )
     from kserve_v2.grpc.protocol import GRPCProtocol
 
 __all__ = ["AsyncGRPCStream", "AsyncStreamRequest", "GRPCStream", "StreamRequest"]
@@ -266,7 +276,7 @@ def _remaining(deadline: float | None, what: str) -> float | None:
 def _hook_event(
     hook: WireHook | None,
     direction: str,
-    body: bytes | None,
+    body: BytesLike | None,
     started: float,
     metadata: Metadata = (),
     status: str | None = None,
@@ -300,6 +310,23 @@ def _closed_error(router: _Router) -> KServeError:
     if router.error is not None:
         return router.error
     return TransportError("the stream is closed; open a new one with client.stream()")
+
+
+def _as_bytes(data: StreamMessage) -> bytes:
+    """A response message for the decoder, which reads bytearrays as well (no copy)."""
+    return cast("bytes", data)
+
+
+def _failure(call: SyncStreamCall | AsyncStreamCall, exc: KServeError) -> tuple[KServeError, str]:
+    """The error and wire-hook status of a reader that stopped on ``exc``.
+
+    An error the call raised carries its status; one raised while the call still runs (a
+    malformed message) ends the call here.
+    """
+    if call.status is not None:
+        return exc, call.status
+    call.cancel()
+    return exc, "PROTOCOL_ERROR" if isinstance(exc, ProtocolError) else status_of(exc)
 
 
 class _IdSource:
@@ -376,7 +403,7 @@ class GRPCStream:
 
     def __init__(
         self,
-        channel: GRPCChannel,
+        channel: SyncStreamChannel,
         proto: GRPCProtocol,
         hook: WireHook | None,
         *,
@@ -389,7 +416,6 @@ class GRPCStream:
         on_close: Callable[[GRPCStream], None] | None = None,
     ) -> None:
         _deadline(timeout)  # checks it
-        self._grpc = channel.grpc
         self._url = channel.config.url
         self._hook = hook
         self._close_timeout = close_timeout
@@ -399,21 +425,16 @@ class GRPCStream:
         self._empty_final = _ask_empty_final(enable_empty_final_response, triton_grpc_error)
         self._ids = _IdSource()
         self._cond = threading.Condition()
-        self._requests: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
         self._half_closed = False
         self._cancelled = False
         self._closed = False
         self._started = time.perf_counter()
-        multicallable = channel.stream_stream(STREAM_METHOD)
         _hook_event(hook, "send", None, self._started, self._metadata)
-        # grpcio consumes the request iterator on a thread of its own; the reader thread
-        # below turns responses into buffered entries.
-        self._call = multicallable(
-            self._request_iterator(),
-            timeout=timeout,
-            metadata=self._metadata or None,
-            compression=channel.compression(compression),
+        self._call: SyncStreamCall = channel.open_stream(
+            STREAM_METHOD, timeout=timeout, metadata=self._metadata, compression=compression
         )
+        # The reader thread iterates the call (on the native transport it is the thread
+        # that reads the socket) and turns responses into buffered entries.
         self._reader = threading.Thread(
             target=self._read, name=f"kserve-v2 stream reader {self._url}", daemon=True
         )
@@ -421,34 +442,25 @@ class GRPCStream:
 
     # -- I/O threads ------------------------------------------------------------------------
 
-    def _request_iterator(self) -> Iterator[bytes]:
-        while (item := self._requests.get()) is not None:
-            yield item
-
     def _read(self) -> None:
+        call = self._call
         error: KServeError | None = None
         status = "OK"
         try:
-            for data in self._call:
+            for data in call:
                 _hook_event(self._hook, "receive", data, self._started)
-                event = codec.decode_stream_response(data, self._router.placements)
+                event = codec.decode_stream_response(_as_bytes(data), self._router.placements)
                 with self._cond:
                     self._router.deliver(event)
                     self._cond.notify_all()
-        except self._grpc.RpcError as exc:
-            status = getattr(exc.code(), "name", "UNKNOWN")
-            if not (self._cancelled and status == "CANCELLED"):
-                error = translate_rpc_error(exc, self._url)
-                error.__cause__ = exc
-        except ProtocolError as exc:  # a malformed message: the stream cannot go on
-            error, status = exc, "PROTOCOL_ERROR"
-            self._call.cancel()
+            status = call.status or "OK"
+        except KServeError as exc:
+            error, status = _failure(call, exc)
         except BaseException as exc:  # never leave consumers waiting on a dead reader
             error, status = TransportError(f"stream reader failed: {exc!r}", url=self._url), ""
             error.__cause__ = exc
-            self._call.cancel()
+            call.cancel()
         finally:
-            self._requests.put(None)  # release grpcio's request thread if still waiting
             with self._cond:
                 self._router.finish(error)
                 self._cond.notify_all()
@@ -508,13 +520,18 @@ class GRPCStream:
                 self._router.forget(rid)
             raise
         with self._cond:
-            # Checked again under the lock that close() takes: a request queued after the
-            # end-of-requests marker would never be sent.
-            if self._no_more_sends():
+            if self._no_more_sends():  # checked again: close() may have come meanwhile
                 self._router.forget(rid)
                 raise _closed_error(self._router)
             _hook_event(self._hook, "send", data, self._started)
-            self._requests.put(data)
+        try:
+            # Outside the lock: a send may wait for flow control, which the reader (who
+            # needs the lock to deliver) releases. A close() meanwhile makes it raise.
+            self._call.send(data)
+        except BaseException:
+            with self._cond:
+                self._router.forget(rid)
+            raise
         return StreamRequest(self, rid)
 
     # -- receiving ---------------------------------------------------------------------------
@@ -590,7 +607,7 @@ class GRPCStream:
             return
         with self._cond:
             self._half_closed = True
-        self._requests.put(None)  # ends the request iterator: grpcio half-closes the call
+        self._call.done_sending()
         if threading.current_thread() is self._reader:  # from a wire hook: cannot wait here
             return
         self._reader.join(self._close_timeout if timeout is None else timeout)
@@ -606,7 +623,6 @@ class GRPCStream:
             self._half_closed = True
             self._cancelled = True
         self._call.cancel()
-        self._requests.put(None)
         if threading.current_thread() is not self._reader:
             self._reader.join()
         self._finish()
@@ -686,7 +702,7 @@ class AsyncGRPCStream:
 
     def __init__(
         self,
-        channel: AsyncGRPCChannel,
+        channel: AsyncStreamChannel,
         proto: GRPCProtocol,
         hook: WireHook | None,
         *,
@@ -700,7 +716,6 @@ class AsyncGRPCStream:
     ) -> None:
         _deadline(timeout)  # checks it
         self._channel = channel
-        self._grpc = channel.grpc
         self._url = channel.config.url
         self._hook = hook
         self._timeout = timeout
@@ -711,7 +726,7 @@ class AsyncGRPCStream:
         self._router = _Router(bool(enable_empty_final_response))
         self._empty_final = _ask_empty_final(enable_empty_final_response, triton_grpc_error)
         self._ids = _IdSource()
-        self._call: Any = None
+        self._call: AsyncStreamCall | None = None
         self._reader: asyncio.Task[None] | None = None
         self._cond: asyncio.Condition | None = None
         self._write_lock: asyncio.Lock | None = None
@@ -725,13 +740,13 @@ class AsyncGRPCStream:
             return self._cond
         if self._closed:
             raise _closed_error(self._router)
-        multicallable = self._channel.stream_stream(STREAM_METHOD)
         self._started = time.perf_counter()
         _hook_event(self._hook, "send", None, self._started, self._metadata)
-        self._call = multicallable(
+        self._call = self._channel.open_stream(
+            STREAM_METHOD,
             timeout=self._timeout,
-            metadata=self._metadata or None,
-            compression=self._channel.compression(self._compression),
+            metadata=self._metadata,
+            compression=self._compression,
         )
         self._cond = asyncio.Condition()
         self._write_lock = asyncio.Lock()
@@ -740,33 +755,30 @@ class AsyncGRPCStream:
 
     async def _read(self) -> None:
         assert self._cond is not None
+        call = self._call
+        assert call is not None
         error: KServeError | None = None
         status = "OK"
-        eof = self._grpc.aio.EOF
         try:
-            while (data := await self._call.read()) is not eof:
+            while (data := await call.read()) is not None:
                 _hook_event(self._hook, "receive", data, self._started)
-                event = codec.decode_stream_response(data, self._router.placements)
+                event = codec.decode_stream_response(_as_bytes(data), self._router.placements)
                 async with self._cond:
                     self._router.deliver(event)
                     self._cond.notify_all()
-        except self._grpc.RpcError as exc:
-            status = getattr(exc.code(), "name", "UNKNOWN")
-            if not (self._cancelled and status == "CANCELLED"):
-                error = translate_rpc_error(exc, self._url)
-                error.__cause__ = exc
+            status = call.status or "OK"
+        except KServeError as exc:
+            error, status = _failure(call, exc)
         except asyncio.CancelledError:
             status = "CANCELLED"
             if not self._cancelled:  # the task itself was cancelled: honour it after clean-up
+                call.cancel()
                 await self._end(error, status)
                 raise
-        except ProtocolError as exc:
-            error, status = exc, "PROTOCOL_ERROR"
-            self._call.cancel()
         except Exception as exc:  # never leave consumers waiting on a dead reader
             error, status = TransportError(f"stream reader failed: {exc!r}", url=self._url), ""
             error.__cause__ = exc
-            self._call.cancel()
+            call.cancel()
         await self._end(error, status)
 
     async def _end(self, error: KServeError | None, status: str) -> None:
@@ -810,6 +822,7 @@ class AsyncGRPCStream:
         """Send one request; see :meth:`GRPCStream.send`."""
         self._start()
         assert self._write_lock is not None
+        assert self._call is not None
         if self._half_closed or self._router.ended:
             raise _closed_error(self._router)
         request = _build(
@@ -831,15 +844,12 @@ class AsyncGRPCStream:
         self._router.register(rid, codec.output_placements(request))
         try:
             data = _encode(request, rid)
-            # grpc.aio allows one write at a time; the lock also keeps senders in order.
+            # Calls take one write at a time; the lock also keeps senders in order.
             async with self._write_lock:
                 if self._half_closed or self._router.ended:
                     raise _closed_error(self._router)
                 _hook_event(self._hook, "send", data, self._started)
                 await self._call.write(data)
-        except self._grpc.RpcError as exc:
-            self._router.forget(rid)
-            raise translate_rpc_error(exc, self._url) from exc
         except BaseException:
             self._router.forget(rid)
             raise
@@ -912,9 +922,10 @@ class AsyncGRPCStream:
             return
         self._half_closed = True
         if self._reader is not None and self._write_lock is not None:
+            assert self._call is not None
             async with self._write_lock:
                 if not self._reader.done():
-                    with contextlib.suppress(self._grpc.RpcError, asyncio.InvalidStateError):
+                    with contextlib.suppress(KServeError):
                         await self._call.done_writing()
             try:
                 await asyncio.wait_for(

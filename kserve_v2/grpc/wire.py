@@ -20,6 +20,9 @@ response (bytes -> numpy)  2: parsing, then reading the ``bytes`` field   0: vie
 * :func:`decode_infer_response` returns ``raw_output_contents`` as memoryview slices of
   the received buffer (no copy), ready for ``numpy.frombuffer``; the small fields are
   decoded into plain values.
+* :func:`serialize_infer_request_fields` and :func:`decode_infer_response_fields` do the
+  same with the message's fields as plain values and tuples; the codec uses them on every
+  request, because building the frozen ``Wire*`` dataclasses costs more than the encoding.
 
 The byte layout matches what the generated classes produce with
 ``SerializeToString(deterministic=True)`` (fields in number order, map entries in upb's
@@ -51,7 +54,11 @@ from kserve_v2.errors import InvalidInputError, ProtocolError
 __all__ = [
     "BytesLike",
     "EncodedMessage",
+    "InferResponseFields",
+    "InputFields",
+    "OutputTensorFields",
     "ParamValue",
+    "RequestedOutputFields",
     "WireInferInput",
     "WireInferRequest",
     "WireInferResponse",
@@ -60,9 +67,11 @@ __all__ = [
     "WireStreamResponse",
     "WireTensorContents",
     "decode_infer_response",
+    "decode_infer_response_fields",
     "decode_stream_infer_response",
     "encode_infer_request",
     "serialize_infer_request",
+    "serialize_infer_request_fields",
 ]
 
 #: A parameter value as InferParameter carries it (bool, int64/uint64, double, string).
@@ -198,7 +207,38 @@ class WireStreamResponse:
     infer_response: WireInferResponse | None
 
 
+# The same messages as plain tuples, for the codec's hot path (see the module docstring).
+
+#: One ``InferInputTensor`` as (name, datatype, shape, parameters), the fields of
+#: :class:`WireInferInput` in order.
+InputFields = tuple[str, str, Sequence[int], Mapping[str, ParamValue]]
+#: One ``InferRequestedOutputTensor`` as (name, parameters), the fields of
+#: :class:`WireRequestedOutput` in order.
+RequestedOutputFields = tuple[str, Mapping[str, ParamValue]]
+#: ``InferOutputTensor`` as (name, datatype, shape, parameters, contents), the fields of
+#: :class:`WireOutputTensor` in order.
+OutputTensorFields = tuple[
+    str, str, tuple[int, ...], Mapping[str, ParamValue | None], WireTensorContents | None
+]
+#: ``ModelInferResponse`` as (model_name, model_version, id, parameters, outputs,
+#: raw_output_contents), the fields of :class:`WireInferResponse` in order.
+InferResponseFields = tuple[
+    str,
+    str,
+    str,
+    Mapping[str, ParamValue | None],
+    Sequence[OutputTensorFields],
+    Sequence[memoryview],
+]
+
+
 # ------------------------------------------------------------------------------ encoder
+#
+# Fields are built as small ``bytes`` and joined once per run of framing: one join costs less
+# than growing a bytearray a byte at a time.
+
+# The varints below 128 (the tags and lengths of a small message) as ready-made bytes.
+_SMALL_VARINTS: Final = tuple(bytes((value,)) for value in range(0x80))
 
 
 def _put_varint(out: bytearray, value: int) -> None:
@@ -212,6 +252,20 @@ def _put_varint(out: bytearray, value: int) -> None:
     out.append(value)
 
 
+def _varint_bytes(value: int) -> bytes:
+    # value is already known to be in [0, 2**64).
+    if value < 0x80:
+        return _SMALL_VARINTS[value]
+    out = bytearray()
+    _put_varint(out, value)
+    return bytes(out)
+
+
+def _len_field(tag: bytes, body: bytes) -> bytes:
+    """A length-delimited field: its tag, the body's length, the body."""
+    return tag + _varint_bytes(len(body)) + body
+
+
 def _utf8(value: object, what: str) -> bytes:
     if type(value) is str and value.isascii():  # the common case, no checks needed
         return value.encode("ascii")
@@ -223,12 +277,13 @@ def _utf8(value: object, what: str) -> bytes:
         raise InvalidInputError(f"{what} is not encodable as UTF-8: {exc}", value=value) from exc
 
 
-def _put_string_field(out: bytearray, tag: int, value: object, what: str) -> None:
+def _string_field(tag: bytes, value: object, what: str) -> bytes:
+    if type(value) is str and len(value) < 0x80 and value.isascii():  # the common case
+        if not value:
+            return b""  # proto3: an empty string is the default and is not written
+        return tag + _SMALL_VARINTS[len(value)] + value.encode("ascii")
     data = _utf8(value, what)
-    if data:  # proto3: an empty string is the default and is not written
-        out.append(tag)
-        _put_varint(out, len(data))
-        out += data
+    return _len_field(tag, data) if data else b""
 
 
 def _int64(value: object, what: str) -> int:
@@ -248,41 +303,34 @@ def _int64(value: object, what: str) -> int:
 
 def _encode_param_value(value: object, what: str) -> bytes:
     """InferParameter bytes for one value (the oneof member chosen from its type)."""
-    out = bytearray()
     if isinstance(value, bool):
-        out += b"\x08\x01" if value else b"\x08\x00"  # bool_param = 1
-    elif isinstance(value, str):
-        data = _utf8(value, what)
-        out.append(0x1A)  # string_param = 3, written even when empty (oneof presence)
-        _put_varint(out, len(data))
-        out += data
-    elif isinstance(value, float):
-        out.append(0x21)  # double_param = 4
-        out += struct.pack("<d", value)
-    else:
-        if not isinstance(value, SupportsIndex):  # int, numpy integers
-            raise InvalidInputError(
-                f"{what} must be a bool, int, float or str, not {type(value).__name__}",
-                value=value,
-            )
-        number = operator.index(value)
-        if _INT64_MIN <= number <= _INT64_MAX:
-            out.append(0x10)  # int64_param = 2, negative values as 10-byte two's complement
-            _put_varint(out, number & _MASK64)
-        elif _INT64_MAX < number <= _UINT64_MAX:
-            out.append(0x28)  # uint64_param = 5, only for what int64 cannot hold
-            _put_varint(out, number)
-        else:
-            raise InvalidInputError(
-                f"{what} = {number} is outside the int64/uint64 range of InferParameter",
-                value=value,
-            )
-    return bytes(out)
+        return b"\x08\x01" if value else b"\x08\x00"  # bool_param = 1
+    if isinstance(value, str):
+        # string_param = 3, written even when empty (oneof presence)
+        return _len_field(b"\x1a", _utf8(value, what))
+    if isinstance(value, float):
+        return b"\x21" + struct.pack("<d", value)  # double_param = 4
+    if not isinstance(value, SupportsIndex):  # int, numpy integers
+        raise InvalidInputError(
+            f"{what} must be a bool, int, float or str, not {type(value).__name__}",
+            value=value,
+        )
+    number = operator.index(value)
+    if _INT64_MIN <= number <= _INT64_MAX:
+        # int64_param = 2, negative values as 10-byte two's complement
+        return b"\x10" + _varint_bytes(number & _MASK64)
+    if _INT64_MAX < number <= _UINT64_MAX:
+        return b"\x28" + _varint_bytes(number)  # uint64_param = 5, only what int64 cannot hold
+    raise InvalidInputError(
+        f"{what} = {number} is outside the int64/uint64 range of InferParameter",
+        value=value,
+    )
 
 
-def _put_parameters(out: bytearray, tag: int, params: Mapping[str, ParamValue], what: str) -> None:
+def _parameters_field(tag: bytes, params: Mapping[str, ParamValue], what: str) -> bytes:
+    """Every entry of a ``map<string, InferParameter>`` field (b"" for an empty map)."""
     if not params:
-        return
+        return b""
     entries = []
     for key, value in params.items():
         key_bytes = _utf8(key, f"{what} key")
@@ -292,22 +340,50 @@ def _put_parameters(out: bytearray, tag: int, params: Mapping[str, ParamValue], 
     # "a", "" last). Appending 0xFF, a byte UTF-8 never contains, gives exactly that order.
     # (C++ puts prefixes first; the order carries no meaning on the wire.)
     entries.sort(key=lambda entry: entry[0] + b"\xff")
-    for key_bytes, value_bytes in entries:
-        entry = bytearray(b"\x0a")  # key = 1, always written in a map entry
-        _put_varint(entry, len(key_bytes))
-        entry += key_bytes
-        entry.append(0x12)  # value = 2, always written, even when empty
-        _put_varint(entry, len(value_bytes))
-        entry += value_bytes
-        out.append(tag)
-        _put_varint(out, len(entry))
-        out += entry
+    # Key = 1 and value = 2 are always written in a map entry, even when empty.
+    return b"".join(
+        _len_field(tag, _len_field(b"\x0a", key_bytes) + _len_field(b"\x12", value_bytes))
+        for key_bytes, value_bytes in entries
+    )
 
 
-def _put_submessage(out: bytearray, tag: int, body: bytearray) -> None:
-    out.append(tag)
-    _put_varint(out, len(body))
-    out += body
+def _input_field(
+    name: object,
+    datatype: object,
+    shape: Sequence[int],
+    params: Mapping[str, ParamValue],
+    labels: _Labels,
+    where: str,
+) -> bytes:
+    body = [
+        _string_field(b"\x0a", name, labels.field(where, "name")),
+        _string_field(b"\x12", datatype, labels.field(where, "datatype")),
+    ]
+    if shape:
+        packed = bytearray()  # repeated int64 is packed in proto3
+        shape_label = labels.field(where, "shape")
+        for d, dim in enumerate(shape):
+            _put_varint(packed, _int64(dim, labels.item(shape_label, d)) & _MASK64)
+        body.append(_len_field(b"\x1a", bytes(packed)))
+    body.append(_parameters_field(b"\x22", params, labels.field(where, "parameters")))
+    return _len_field(b"\x2a", b"".join(body))  # inputs = 5
+
+
+def _output_field(
+    name: object, params: Mapping[str, ParamValue], labels: _Labels, where: str
+) -> bytes:
+    body = _string_field(b"\x0a", name, labels.field(where, "name"))
+    body += _parameters_field(b"\x12", params, labels.field(where, "parameters"))
+    return _len_field(b"\x32", body)  # outputs = 6
+
+
+# Encoded inputs and outputs without parameters, by (name, datatype, shape) and by name: a
+# client sends the same few tensors again and again. Only exact str and int values are used
+# as keys, so a hit is the encoding of an equal value of the same type (1.0 and True are
+# equal to 1 but are no dimension). Cleared when full, for callers whose shapes never repeat.
+_FIELD_CACHE_SIZE: Final = 1024
+_input_field_cache: dict[tuple[str, str, tuple[int, ...]], bytes] = {}
+_output_field_cache: dict[str, bytes] = {}
 
 
 def encode_infer_request(request: WireInferRequest) -> EncodedMessage:
@@ -319,12 +395,76 @@ def encode_infer_request(request: WireInferRequest) -> EncodedMessage:
     integer parameters outside int64/uint64, parameter values of other types,
     non-contiguous buffers, or a message of 2 GiB or more.
     """
+    buffers, total = _encode(
+        request.model_name,
+        request.model_version,
+        request.id,
+        request.parameters,
+        [(t.name, t.datatype, t.shape, t.parameters) for t in request.inputs],
+        [(o.name, o.parameters) for o in request.outputs],
+        request.raw_input_contents,
+    )
+    return EncodedMessage(tuple(buffers), total)
+
+
+def serialize_infer_request(request: WireInferRequest) -> bytes:
+    """Encode a ``ModelInferRequest`` into one ``bytes`` (what grpcio sends)."""
+    return encode_infer_request(request).tobytes()
+
+
+def serialize_infer_request_fields(
+    model_name: str,
+    model_version: str,
+    id: str,
+    parameters: Mapping[str, ParamValue],
+    inputs: Sequence[InputFields],
+    outputs: Sequence[RequestedOutputFields],
+    raw_input_contents: Sequence[BytesLike],
+) -> bytes:
+    """:func:`serialize_infer_request` of the request's fields given as plain values.
+
+    What the codec sends on every request: building the frozen :class:`WireInferRequest`
+    and its tensors would cost more than encoding them.
+    """
+    buffers, _ = _encode(
+        model_name, model_version, id, parameters, inputs, outputs, raw_input_contents
+    )
+    return b"".join(buffers)
+
+
+def _encode(
+    model_name: str,
+    model_version: str,
+    id: str,
+    parameters: Mapping[str, ParamValue],
+    inputs: Sequence[InputFields],
+    outputs: Sequence[RequestedOutputFields],
+    raw_input_contents: Sequence[BytesLike],
+) -> tuple[list[BytesLike], int]:
     try:
-        return _encode_infer_request(request, _NO_LABELS)
+        return _encode_fields(
+            model_name,
+            model_version,
+            id,
+            parameters,
+            inputs,
+            outputs,
+            raw_input_contents,
+            _NO_LABELS,
+        )
     except InvalidInputError:
         # Labels such as "inputs[1].shape[0]" cost a formatted string per field on every
         # request; they are built only to say precisely what was wrong.
-        return _encode_infer_request(request, _Labels())
+        return _encode_fields(
+            model_name,
+            model_version,
+            id,
+            parameters,
+            inputs,
+            outputs,
+            raw_input_contents,
+            _Labels(),
+        )
 
 
 class _Labels:
@@ -350,36 +490,56 @@ class _NoLabels(_Labels):
 _NO_LABELS: Final = _NoLabels()
 
 
-def _encode_infer_request(request: WireInferRequest, labels: _Labels) -> EncodedMessage:
-    head = bytearray()
-    _put_string_field(head, 0x0A, request.model_name, "model_name")  # 1
-    _put_string_field(head, 0x12, request.model_version, "model_version")  # 2
-    _put_string_field(head, 0x1A, request.id, "id")  # 3
-    _put_parameters(head, 0x22, request.parameters, "parameters")  # 4
-    for i, tensor in enumerate(request.inputs):  # 5
-        where = labels.item("inputs", i)
-        body = bytearray()
-        _put_string_field(body, 0x0A, tensor.name, labels.field(where, "name"))
-        _put_string_field(body, 0x12, tensor.datatype, labels.field(where, "datatype"))
-        if tensor.shape:
-            packed = bytearray()  # repeated int64 is packed in proto3
-            shape_label = labels.field(where, "shape")
-            for d, dim in enumerate(tensor.shape):
-                _put_varint(packed, _int64(dim, labels.item(shape_label, d)) & _MASK64)
-            _put_submessage(body, 0x1A, packed)
-        _put_parameters(body, 0x22, tensor.parameters, labels.field(where, "parameters"))
-        _put_submessage(head, 0x2A, body)
-    for i, output in enumerate(request.outputs):  # 6
-        where = labels.item("outputs", i)
-        body = bytearray()
-        _put_string_field(body, 0x0A, output.name, labels.field(where, "name"))
-        _put_parameters(body, 0x12, output.parameters, labels.field(where, "parameters"))
-        _put_submessage(head, 0x32, body)
+def _encode_fields(
+    model_name: str,
+    model_version: str,
+    id: str,
+    parameters: Mapping[str, ParamValue],
+    inputs: Sequence[InputFields],
+    outputs: Sequence[RequestedOutputFields],
+    raw_input_contents: Sequence[BytesLike],
+    labels: _Labels,
+) -> tuple[list[BytesLike], int]:
+    """The message as framing and tensor buffers, and its length."""
+    parts = [  # fields 1 to 4
+        _string_field(b"\x0a", model_name, "model_name"),
+        _string_field(b"\x12", model_version, "model_version"),
+        _string_field(b"\x1a", id, "id"),
+        _parameters_field(b"\x22", parameters, "parameters"),
+    ]
+    for i, (name, datatype, shape, params) in enumerate(inputs):  # 5
+        if not params and type(name) is str and type(datatype) is str and type(shape) is tuple:
+            for dim in shape:
+                if type(dim) is not int:
+                    break
+            else:  # a cacheable key (see the caches above)
+                key = (name, datatype, shape)
+                field = _input_field_cache.get(key)
+                if field is None:
+                    field = _input_field(
+                        name, datatype, shape, {}, labels, labels.item("inputs", i)
+                    )
+                    if len(_input_field_cache) >= _FIELD_CACHE_SIZE:
+                        _input_field_cache.clear()
+                    _input_field_cache[key] = field
+                parts.append(field)
+                continue
+        parts.append(_input_field(name, datatype, shape, params, labels, labels.item("inputs", i)))
+    for i, (name, params) in enumerate(outputs):  # 6
+        if not params and type(name) is str:
+            field = _output_field_cache.get(name)
+            if field is None:
+                field = _output_field(name, {}, labels, labels.item("outputs", i))
+                if len(_output_field_cache) >= _FIELD_CACHE_SIZE:
+                    _output_field_cache.clear()
+                _output_field_cache[name] = field
+        else:
+            field = _output_field(name, params, labels, labels.item("outputs", i))
+        parts.append(field)
 
-    buffers: list[BytesLike] = [head]
-    framing = head  # the small buffer the next length prefix is appended to
-    total = len(head)
-    for i, raw in enumerate(request.raw_input_contents):  # 7
+    buffers: list[BytesLike] = []
+    total = 0
+    for i, raw in enumerate(raw_input_contents):  # 7
         try:
             view = memoryview(raw)
         except TypeError:
@@ -392,28 +552,24 @@ def _encode_infer_request(request: WireInferRequest, labels: _Labels) -> Encoded
                 f"raw_input_contents[{i}] is not C-contiguous; copy it first", value=raw
             )
         size = view.nbytes  # not len(): a typed view's len() counts elements
-        before = len(framing)
-        framing.append(0x3A)
-        _put_varint(framing, size)
-        total += len(framing) - before + size
-        if size:
-            buffers.append(view)
-            framing = bytearray()
+        parts.append(b"\x3a" + _varint_bytes(size))
+        if size:  # the framing so far goes before the tensor, then the tensor itself
+            framing = b"".join(parts)
             buffers.append(framing)
-    if not framing:
-        buffers.pop()
+            buffers.append(view)
+            total += len(framing) + size
+            parts = []
+    framing = b"".join(parts)
+    if framing:
+        buffers.append(framing)
+        total += len(framing)
     if total > _MAX_MESSAGE_BYTES:
         raise InvalidInputError(
             f"ModelInferRequest would be {total} bytes; protobuf messages must stay under 2 GiB"
             " (send large tensors through shared memory)",
             value=total,
         )
-    return EncodedMessage(tuple(buffers), total)
-
-
-def serialize_infer_request(request: WireInferRequest) -> bytes:
-    """Encode a ``ModelInferRequest`` into one ``bytes`` (what grpcio sends)."""
-    return encode_infer_request(request).tobytes()
+    return buffers, total
 
 
 # ------------------------------------------------------------------------------ decoder
@@ -701,46 +857,30 @@ def _decode_contents(
             pos = _skip(buf, pos, end, number, wire_type, depth, where)
 
 
-class _Output:
-    """Mutable InferOutputTensor while parsing."""
-
-    __slots__ = ("contents", "datatype", "name", "parameters", "shape")
-
-    def __init__(self) -> None:
-        self.name = ""
-        self.datatype = ""
-        self.shape: list[int] = []
-        self.parameters: dict[str, ParamValue | None] = {}
-        self.contents: _Contents | None = None
-
-    def freeze(self) -> WireOutputTensor:
-        contents = None if self.contents is None else self.contents.freeze()
-        return WireOutputTensor(
-            self.name, self.datatype, tuple(self.shape), self.parameters, contents
-        )
-
-
 def _decode_output(
     buf: _Buffer, view: memoryview, pos: int, end: int, depth: int, where: str
-) -> _Output:
-    out = _Output()
+) -> OutputTensorFields:
+    name = datatype = ""
+    shape: list[int] = []
+    parameters: dict[str, ParamValue | None] = {}
+    contents: _Contents | None = None
     while pos < end:
         tag, pos = _tag(buf, pos, end, where)
         if tag == 0x0A:  # name
             size, pos = _length(buf, pos, end, where)
-            out.name = _text(view, pos, size, where)
+            name = _text(view, pos, size, where)
             pos += size
         elif tag == 0x12:  # datatype
             size, pos = _length(buf, pos, end, where)
-            out.datatype = _text(view, pos, size, where)
+            datatype = _text(view, pos, size, where)
             pos += size
         elif tag == 0x1A:  # shape, packed
             size, pos = _length(buf, pos, end, where)
-            out.shape.extend(_signed64(v) for v in _packed_varints(buf, pos, pos + size, where))
+            shape.extend(_signed64(v) for v in _packed_varints(buf, pos, pos + size, where))
             pos += size
         elif tag == 0x18:  # shape, unpacked
             value, pos = _varint(buf, pos, end, where)
-            out.shape.append(_signed64(value))
+            shape.append(_signed64(value))
         elif tag == 0x22:  # parameters entry
             size, pos = _length(buf, pos, end, where)
             _decode_param_entry(
@@ -748,28 +888,34 @@ def _decode_output(
                 view,
                 pos,
                 pos + size,
-                out.parameters,
+                parameters,
                 _enter(depth, where, pos),
                 f"{where}.parameters",
             )
             pos += size
         elif tag == 0x2A:  # contents
             size, pos = _length(buf, pos, end, where)
-            if out.contents is None:
-                out.contents = _Contents()
+            if contents is None:
+                contents = _Contents()
             _decode_contents(
                 buf,
                 view,
                 pos,
                 pos + size,
-                out.contents,
+                contents,
                 _enter(depth, where, pos),
                 f"{where}.contents",
             )
             pos += size
         else:
             pos = _skip(buf, pos, end, tag >> 3, tag & 7, depth, where)
-    return out
+    return (
+        name,
+        datatype,
+        tuple(shape),
+        parameters,
+        None if contents is None else contents.freeze(),
+    )
 
 
 class _Response:
@@ -782,18 +928,30 @@ class _Response:
         self.model_version = ""
         self.id = ""
         self.parameters: dict[str, ParamValue | None] = {}
-        self.outputs: list[_Output] = []
+        self.outputs: list[OutputTensorFields] = []
         self.raw: list[memoryview] = []
 
-    def freeze(self) -> WireInferResponse:
-        return WireInferResponse(
+    def fields(self) -> InferResponseFields:
+        return (
             self.model_name,
             self.model_version,
             self.id,
             self.parameters,
-            tuple(o.freeze() for o in self.outputs),
-            tuple(self.raw),
+            self.outputs,
+            self.raw,
         )
+
+
+def _freeze(fields: InferResponseFields) -> WireInferResponse:
+    model_name, model_version, id, parameters, outputs, raw = fields
+    return WireInferResponse(
+        model_name,
+        model_version,
+        id,
+        parameters,
+        tuple(WireOutputTensor(*output) for output in outputs),
+        tuple(raw),
+    )
 
 
 def _decode_response(
@@ -844,14 +1002,97 @@ def _decode_response(
             pos = _skip(buf, pos, end, tag >> 3, tag & 7, depth, where)
 
 
+# The usual response (Triton's, for one request) decoded with fewer checks per field, from
+# bytes only. Each function gives up (None) on anything it does not expect, malformed input
+# included, and the general functions above decode that part from its start: their results
+# and errors are the reference, this is only a shortcut to the same values. A length byte
+# read past the end of a message is checked against that end before anything is decoded.
+
+
+def _decode_usual_output(buf: bytes, pos: int, end: int) -> OutputTensorFields | None:
+    """An output with only a name, a datatype and a packed shape, one-byte lengths."""
+    name = datatype = ""
+    shape: tuple[int, ...] = ()
+    while pos < end:
+        tag = buf[pos]
+        size = buf[pos + 1]
+        start = pos + 2
+        pos = start + size
+        if size >= 0x80 or pos > end:
+            return None
+        if tag == 0x0A:
+            name = buf[start:pos].decode()
+        elif tag == 0x12:
+            datatype = buf[start:pos].decode()
+        elif tag == 0x1A:
+            dims = buf[start:pos]
+            if dims.isascii():  # each dimension is one byte, < 128
+                shape += tuple(dims)
+            else:
+                shape += tuple(_signed64(v) for v in _packed_varints(buf, start, pos, ""))
+        else:
+            return None
+    return name, datatype, shape, {}, None
+
+
+def _decode_usual_response(buf: bytes, view: memoryview) -> InferResponseFields | None:
+    """A ``ModelInferResponse`` with no unknown fields and one-byte tags."""
+    model_name = model_version = id = ""
+    parameters: dict[str, ParamValue | None] = {}
+    outputs: list[OutputTensorFields] = []
+    raw: list[memoryview] = []
+    end = len(buf)
+    pos = 0
+    try:  # IndexError: a read past the end; the others: the general decoder's errors
+        while pos < end:
+            tag = buf[pos]
+            size = buf[pos + 1]
+            if size < 0x80:
+                start = pos + 2
+                if start + size > end:
+                    return None
+            else:
+                size, start = _length(buf, pos + 1, end, "")
+            pos = start + size
+            if tag == 0x32:  # raw_output_contents: a view, not a copy
+                raw.append(view[start:pos])
+            elif tag == 0x2A:
+                output = _decode_usual_output(buf, start, pos)
+                if output is None:
+                    output = _decode_output(
+                        buf,
+                        view,
+                        start,
+                        pos,
+                        _MAX_DEPTH - 1,
+                        f"ModelInferResponse.outputs[{len(outputs)}]",
+                    )
+                outputs.append(output)
+            elif tag == 0x0A:
+                model_name = buf[start:pos].decode()
+            elif tag == 0x12:
+                model_version = buf[start:pos].decode()
+            elif tag == 0x1A:
+                id = buf[start:pos].decode()
+            elif tag == 0x22:
+                _decode_param_entry(buf, view, start, pos, parameters, _MAX_DEPTH - 1, "")
+            else:
+                return None
+    except (IndexError, UnicodeDecodeError, ProtocolError):
+        return None
+    return model_name, model_version, id, parameters, outputs, raw
+
+
 def _as_buffers(data: BytesLike) -> tuple[_Buffer, memoryview]:
+    if type(data) is bytes:  # what grpcio hands over, contiguous by nature
+        # Indexing bytes is faster than indexing a memoryview; both address the same memory.
+        return data, memoryview(data)
     view = memoryview(data)
     if not view.c_contiguous:
         raise InvalidInputError("a message to decode must be a C-contiguous buffer", value=data)
     if view.ndim != 1 or view.itemsize != 1:
         view = view.cast("B")
-    # Indexing bytes is faster than indexing a memoryview; both address the same memory.
-    return (data if type(data) is bytes else view), view
+    return view, view
 
 
 def decode_infer_response(data: BytesLike) -> WireInferResponse:
@@ -862,10 +1103,23 @@ def decode_infer_response(data: BytesLike) -> WireInferResponse:
     if ``data`` is not a valid encoding (and
     :class:`~kserve_v2.errors.InvalidInputError` if it is not a contiguous buffer).
     """
+    return _freeze(decode_infer_response_fields(data))
+
+
+def decode_infer_response_fields(data: BytesLike) -> InferResponseFields:
+    """:func:`decode_infer_response` with the message's fields as plain values and tuples.
+
+    What the codec decodes on every response: building the frozen
+    :class:`WireInferResponse` and its outputs would cost more than decoding them.
+    """
     buf, view = _as_buffers(data)
+    if type(buf) is bytes:
+        fields = _decode_usual_response(buf, view)
+        if fields is not None:
+            return fields
     response = _Response()
     _decode_response(buf, view, 0, len(view), response, _MAX_DEPTH, "ModelInferResponse")
-    return response.freeze()
+    return response.fields()
 
 
 def decode_stream_infer_response(data: BytesLike) -> WireStreamResponse:
@@ -898,4 +1152,6 @@ def decode_stream_infer_response(data: BytesLike) -> WireStreamResponse:
             pos += size
         else:
             pos = _skip(buf, pos, end, tag >> 3, tag & 7, _MAX_DEPTH, where)
-    return WireStreamResponse(error_message, None if response is None else response.freeze())
+    return WireStreamResponse(
+        error_message, None if response is None else _freeze(response.fields())
+    )

@@ -47,14 +47,24 @@ def grpc_url(triton: TritonServer) -> str:
     return f"grpc://{triton.grpc_url}"
 
 
+#: Both gRPC transports run every client test: the native HTTP/2 client and grpcio.
+GRPC_TRANSPORTS = ("native", "grpcio")
+
+
+@pytest.fixture(params=GRPC_TRANSPORTS)
+def grpc_transport(request: pytest.FixtureRequest) -> str:
+    transport: str = request.param
+    return transport
+
+
 @pytest.fixture
-def client(grpc_url: str) -> Iterator[Client]:
-    with Client(grpc_url) as c:
+def client(grpc_url: str, grpc_transport: str) -> Iterator[Client]:
+    with Client(grpc_url, grpc_transport=grpc_transport) as c:
         yield c
     assert not reader_threads(), "a stream reader thread outlived its client"
 
 
 @pytest.fixture
-async def aclient(grpc_url: str) -> AsyncIterator[AsyncClient]:
-    async with AsyncClient(grpc_url) as c:
+async def aclient(grpc_url: str, grpc_transport: str) -> AsyncIterator[AsyncClient]:
+    async with AsyncClient(grpc_url, grpc_transport=grpc_transport) as c:
         yield c

@@ -194,23 +194,46 @@ def test_stream_iteration_raises_per_request_errors(client: Client) -> None:
         assert len(results) == 1
 
 
+class _ErrorModeServer:
+    """The server of the ``triton_grpc_error`` tests, started again when a test left it dead."""
+
+    def __init__(self, factory: Any, repository: Any) -> None:
+        self._factory = factory
+        self._repository = repository
+        self.server = factory.start(repository)
+
+    def url(self) -> str:
+        if not self.server.is_running():
+            self.server = self._factory.start(self._repository)
+        return f"grpc://{self.server.grpc_url}"
+
+
 @pytest.fixture(scope="module")
-def error_mode_url(triton_factory: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def error_mode_server(
+    triton_factory: Any, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[_ErrorModeServer]:
     """A server of their own for the ``triton_grpc_error`` tests: Triton 2.51 now and then
     aborts (``ASSERTION FAILED: !byte_buffer->Valid()``) after ending a stream on an error,
     which must not take the session's server down with it."""
     repository = make_repository(
         tmp_path_factory.mktemp("error-mode-repo"), "failing", "identity_int8", "repeat_decoupled"
     )
-    server = triton_factory.start(repository)
-    yield f"grpc://{server.grpc_url}"
-    server.stop()
+    holder = _ErrorModeServer(triton_factory, repository)
+    yield holder
+    holder.server.stop()
 
 
-def test_triton_grpc_error_mode_ends_the_stream(error_mode_url: str) -> None:
+@pytest.fixture
+def error_mode_url(error_mode_server: _ErrorModeServer) -> str:
+    """The error-mode server's URL; a server an earlier test's stream brought down (the abort
+    may come after that test ended) is replaced first."""
+    return error_mode_server.url()
+
+
+def test_triton_grpc_error_mode_ends_the_stream(error_mode_url: str, grpc_transport: str) -> None:
     # Only models that stop at their first error: Triton 2.51 crashes when a decoupled model
     # keeps sending on a stream this mode has already ended.
-    with Client(error_mode_url) as client:
+    with Client(error_mode_url, grpc_transport=grpc_transport) as client:
         with client.stream(triton_grpc_error=True) as stream:
             request = stream.send("failing", {"INPUT0": np.ones(2, np.int32)})
             with pytest.raises(ServerError) as info:
@@ -230,20 +253,9 @@ def test_triton_grpc_error_mode_ends_the_stream(error_mode_url: str) -> None:
             assert [r.final for r in results] == [False, False, True]
 
 
-def test_triton_grpc_error_mode_does_not_ask_for_empty_finals(error_mode_url: str) -> None:
-    """Triton 2.51 aborts if asked for an empty final response in this mode (see stream.py):
-    a decoupled request then stays in flight after its last data response."""
-    with Client(error_mode_url) as client, client.stream(triton_grpc_error=True) as stream:
-        request = stream.send("repeat_decoupled", repeat(1))
-        assert idx(list(itertools.islice(request, 1))) == [0]
-        assert not request.done
-        stream.cancel()
-    assert request.done
-
-
-async def test_async_triton_grpc_error_mode(error_mode_url: str) -> None:
+async def test_async_triton_grpc_error_mode(error_mode_url: str, grpc_transport: str) -> None:
     async with (
-        AsyncClient(error_mode_url) as client,
+        AsyncClient(error_mode_url, grpc_transport=grpc_transport) as client,
         client.stream(triton_grpc_error=True) as stream,
     ):
         request = await stream.send("failing", {"INPUT0": np.ones(2, np.int32)})
@@ -252,6 +264,23 @@ async def test_async_triton_grpc_error_mode(error_mode_url: str) -> None:
         assert info.value.grpc_code == "INTERNAL"
         with pytest.raises(ServerError):
             await stream.send("failing", {"INPUT0": np.ones(2, np.int32)})
+
+
+def test_triton_grpc_error_mode_does_not_ask_for_empty_finals(
+    error_mode_url: str, grpc_transport: str
+) -> None:
+    """Triton 2.51 aborts if asked for an empty final response in this mode (see stream.py):
+    a decoupled request then stays in flight after its last data response. (Last of the
+    error-mode tests: Triton may abort on the request cancelled here.)"""
+    with (
+        Client(error_mode_url, grpc_transport=grpc_transport) as client,
+        client.stream(triton_grpc_error=True) as stream,
+    ):
+        request = stream.send("repeat_decoupled", repeat(1))
+        assert idx(list(itertools.islice(request, 1))) == [0]
+        assert not request.done
+        stream.cancel()
+    assert request.done
 
 
 # -------------------------------------------------------------------------------- sequences
@@ -436,8 +465,8 @@ def test_stream_deadline(client: Client) -> None:
             stream.send("repeat_decoupled", repeat(1))
 
 
-def test_closing_the_client_cancels_its_streams(grpc_url: str) -> None:
-    c = Client(grpc_url)
+def test_closing_the_client_cancels_its_streams(grpc_url: str, grpc_transport: str) -> None:
+    c = Client(grpc_url, grpc_transport=grpc_transport)
     stream = c.stream()
     stream.send("repeat_decoupled", repeat(20, delay_ms=200))
     c.close()
@@ -445,8 +474,8 @@ def test_closing_the_client_cancels_its_streams(grpc_url: str) -> None:
     assert not reader_threads()
 
 
-async def test_async_cancel_and_client_close(grpc_url: str) -> None:
-    async with AsyncClient(grpc_url) as c:
+async def test_async_cancel_and_client_close(grpc_url: str, grpc_transport: str) -> None:
+    async with AsyncClient(grpc_url, grpc_transport=grpc_transport) as c:
         stream = c.stream()
         request = await stream.send("repeat_decoupled", repeat(20, delay_ms=200))
         started = time.monotonic()
@@ -478,9 +507,12 @@ async def test_async_close_waits_and_its_timeout(aclient: AsyncClient) -> None:
 # ----------------------------------------------------------------------- hook, shared memory
 
 
-def test_wire_hook_sees_stream_messages(grpc_url: str) -> None:
+def test_wire_hook_sees_stream_messages(grpc_url: str, grpc_transport: str) -> None:
     seen: list[WireMessage] = []
-    with Client(grpc_url, wire_hook=seen.append) as c, c.stream(headers={"X-S": "1"}) as stream:
+    with (
+        Client(grpc_url, wire_hook=seen.append, grpc_transport=grpc_transport) as c,
+        c.stream(headers={"X-S": "1"}) as stream,
+    ):
         stream.send("repeat_decoupled", repeat(2)).results()
     assert all((m.protocol, m.method) == ("grpc", "stream") for m in seen)
     assert seen[0].direction == "send"
@@ -506,6 +538,166 @@ def test_outputs_in_shared_memory_over_a_stream(client: Client) -> None:
             assert region.ndarray("INT32", (2, 2)).tolist() == [[0, 1], [2, 3]]
         finally:
             client.unregister_system_shared_memory(region.name)
+
+
+# -------------------------------------------------- large messages, cancelling, many streams
+
+# 4 MiB per request: far over HTTP/2's initial 64 KiB flow-control window, so sending waits
+# for the server's WINDOW_UPDATEs, which the stream's reader takes in.
+BIG = np.arange(1 << 20, dtype=np.float32).reshape(1024, 1024)
+
+
+def test_requests_larger_than_the_flow_control_window(client: Client) -> None:
+    with client.stream() as stream:
+        requests = [stream.send("identity_fp32", {"INPUT0": BIG + i}) for i in range(3)]
+        for i, request in enumerate(requests):
+            (result,) = request.results(timeout=60)
+            assert np.array_equal(result.as_numpy("OUTPUT0"), BIG + i)
+
+
+def test_large_requests_from_many_threads_on_one_stream(client: Client) -> None:
+    """Messages from concurrent senders never interleave, even while waiting for the window."""
+    with client.stream() as stream:
+
+        def worker(n: int) -> bool:
+            data = BIG[:512] + n
+            (result,) = stream.send("identity_fp32", {"INPUT0": data}).results(timeout=60)
+            return bool(np.array_equal(result.as_numpy("OUTPUT0"), data))
+
+        with ThreadPoolExecutor(4) as pool:
+            assert all(pool.map(worker, range(8)))
+
+
+async def test_requests_larger_than_the_flow_control_window_async(aclient: AsyncClient) -> None:
+    async with aclient.stream() as stream:
+        requests = [await stream.send("identity_fp32", {"INPUT0": BIG + i}) for i in range(3)]
+        for i, request in enumerate(requests):
+            (result,) = await request.results(timeout=60)
+            assert np.array_equal(result.as_numpy("OUTPUT0"), BIG + i)
+        # Large requests of concurrent senders on one stream stay whole.
+        many = [stream.send("identity_fp32", {"INPUT0": BIG[:256] + n}) for n in range(6)]
+        for n, request in enumerate(await asyncio.gather(*many)):
+            (result,) = await request.results(timeout=60)
+            assert np.array_equal(result.as_numpy("OUTPUT0"), BIG[:256] + n)
+
+
+@pytest.mark.parametrize("compression", ["gzip", "deflate"])
+def test_compressed_requests(client: Client, compression: str) -> None:
+    with client.stream(compression=compression) as stream:
+        data = BIG[:256]
+        (result,) = stream.send("identity_fp32", {"INPUT0": data}).results(timeout=60)
+        assert np.array_equal(result.as_numpy("OUTPUT0"), data)
+
+
+def test_cancel_mid_stream_and_carry_on(client: Client) -> None:
+    stream = client.stream()
+    request = stream.send("repeat_decoupled", repeat(50, delay_ms=20))
+    assert idx([next(iter(request))]) == [0]  # responses are flowing
+    started = time.monotonic()
+    stream.cancel()
+    assert time.monotonic() - started < 5
+    assert request.done
+    assert stream.closed
+    assert not reader_threads()
+    with client.stream() as again:  # the client is unharmed
+        assert idx(again.send("repeat_decoupled", repeat(2)).results(timeout=30)) == [0, 1]
+    assert client.is_server_live()
+
+
+def test_cancel_while_sending_large_requests(client: Client) -> None:
+    stream = client.stream()
+    outcome: list[BaseException | None] = []
+
+    def sender() -> None:
+        try:
+            for _ in range(20):
+                stream.send("identity_fp32", {"INPUT0": BIG})
+        except (TransportError, DeadlineExceededError) as exc:  # cancelled under it
+            outcome.append(exc)
+        else:
+            outcome.append(None)
+
+    thread = threading.Thread(target=sender)
+    thread.start()
+    time.sleep(0.05)
+    stream.cancel()
+    thread.join(10)
+    assert not thread.is_alive()
+    assert len(outcome) == 1
+    assert stream.closed
+    assert not reader_threads()
+
+
+async def test_cancel_mid_stream_and_carry_on_async(aclient: AsyncClient) -> None:
+    stream = aclient.stream()
+    request = await stream.send("repeat_decoupled", repeat(50, delay_ms=20))
+    async for result in request:  # responses are flowing
+        assert idx([result]) == [0]
+        break
+    started = time.monotonic()
+    await stream.cancel()
+    assert time.monotonic() - started < 5
+    assert request.done
+    assert stream.closed
+    # The shared connection carries on: a new stream and a unary call on it still work.
+    async with aclient.stream() as again:
+        request = await again.send("repeat_decoupled", repeat(2))
+        assert idx(await request.results(timeout=30)) == [0, 1]
+    assert await aclient.is_server_live()
+
+
+async def test_stream_deadline_async(aclient: AsyncClient) -> None:
+    async with aclient.stream(timeout=0.5) as stream:
+        request = await stream.send("repeat_decoupled", repeat(10, delay_ms=200))
+        with pytest.raises(DeadlineExceededError):
+            await request.results()
+        with pytest.raises(DeadlineExceededError):
+            await stream.send("repeat_decoupled", repeat(1))
+
+
+async def test_many_concurrent_streams_on_one_async_client(
+    aclient: AsyncClient, grpc_transport: str
+) -> None:
+    async def worker(n: int) -> list[list[int]]:
+        async with aclient.stream() as stream:
+            requests = [
+                await stream.send("repeat_decoupled", {"IN": one(n), "REPEAT": one(3)})
+                for _ in range(2)
+            ]
+            return [
+                [int(r.as_numpy("OUT")[0]) for r in await request.results(timeout=60)]
+                for request in requests
+            ]
+
+    answers = await asyncio.gather(*(worker(n) for n in range(40)))
+    assert answers == [[[n] * 3, [n] * 3] for n in range(40)]
+    if grpc_transport == "native":  # every stream was multiplexed on the one connection
+        assert len(aclient._io._connections) == 1
+
+
+@pytest.mark.parametrize("transport", ["native", "grpcio"])
+def test_a_stream_without_a_server_fails_with_transport_error(transport: str) -> None:
+    with (
+        Client("grpc://127.0.0.1:1", grpc_transport=transport) as c,
+        c.stream() as stream,
+        pytest.raises(TransportError),
+    ):
+        stream.send("identity_int32", {"INPUT0": np.ones((1, 2), np.int32)}).results(timeout=30)
+    assert not reader_threads()
+
+
+@pytest.mark.parametrize("transport", ["native", "grpcio"])
+async def test_an_async_stream_without_a_server_fails_with_transport_error(transport: str) -> None:
+    async def attempt(stream: Any) -> None:
+        request = await stream.send("identity_int32", {"INPUT0": np.ones((1, 2), np.int32)})
+        await request.results(timeout=30)
+
+    async with (
+        AsyncClient("grpc://127.0.0.1:1", grpc_transport=transport) as c,
+        c.stream() as stream,
+    ):
+        with pytest.raises(TransportError):
+            await attempt(stream)
 
 
 def test_no_reader_thread_survives_the_module() -> None:

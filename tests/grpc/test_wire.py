@@ -315,6 +315,16 @@ def test_request_bytes_equal_generated_serialization(request: WireInferRequest) 
     assert encoded.nbytes == len(joined)
     assert joined == message_from_request(request).SerializeToString(deterministic=True)
     assert wire.serialize_infer_request(request) == joined
+    fields = wire.serialize_infer_request_fields(
+        request.model_name,
+        request.model_version,
+        request.id,
+        request.parameters,
+        [(t.name, t.datatype, t.shape, t.parameters) for t in request.inputs],
+        [(o.name, o.parameters) for o in request.outputs],
+        request.raw_input_contents,
+    )
+    assert fields == joined
 
 
 # Golden bytes, written out by hand from the encoding rules.
@@ -387,6 +397,35 @@ def test_request_rejects_what_protobuf_cannot_carry(
 ) -> None:
     with pytest.raises(InvalidInputError, match=problem):
         wire.encode_infer_request(request_)
+
+
+def test_cached_tensor_fields_are_only_reused_for_equal_values_of_the_same_type() -> None:
+    # The encoder caches inputs and outputs without parameters. True and 1.0 are equal to 1
+    # (and hash alike) but are no dimension: a cached (1, 2) must not let them through.
+    def request(shape: Any) -> WireInferRequest:
+        return WireInferRequest("m", inputs=[WireInferInput("x", "INT8", shape)])
+
+    good = wire.serialize_infer_request(request((1, 2)))
+    assert wire.serialize_infer_request(request((1, 2))) == good
+    assert wire.serialize_infer_request(request([1, 2])) == good
+    assert wire.serialize_infer_request(request((np.int64(1), 2))) == good
+    with pytest.raises(InvalidInputError, match=r"inputs\[0\]\.shape\[0\] must be .*not a bool"):
+        wire.encode_infer_request(request((True, 2)))
+    with pytest.raises(InvalidInputError, match=r"inputs\[0\]\.shape\[0\] must be .*float"):
+        wire.encode_infer_request(request((1.0, 2)))
+
+
+def test_tensor_field_caches_stay_bounded() -> None:
+    for n in range(wire._FIELD_CACHE_SIZE + 10):
+        wire.serialize_infer_request(
+            WireInferRequest(
+                "m",
+                inputs=[WireInferInput("x", "INT8", (n,))],
+                outputs=[WireRequestedOutput(f"y{n}")],
+            )
+        )
+    assert 0 < len(wire._input_field_cache) <= wire._FIELD_CACHE_SIZE
+    assert 0 < len(wire._output_field_cache) <= wire._FIELD_CACHE_SIZE
 
 
 def test_request_over_2gib_is_rejected_before_any_copy() -> None:
@@ -487,6 +526,58 @@ def contents_encodings(draw: st.DrawFn) -> bytes:
 def test_packed_and_unpacked_scalars_decode_alike(data: bytes) -> None:
     expected = expected_response(pb.ModelInferResponse.FromString(data))
     assert canon(wire.decode_infer_response(data)) == canon(expected)
+
+
+# The layout Triton sends for the `simple` model: two [1, 16] INT32 outputs, raw contents.
+TRITON_RESPONSE = (
+    b"\x0a\x06simple\x12\x011"
+    + (b"\x2a\x14\x0a\x07OUTPUT0\x12\x05INT32\x1a\x02\x01\x10")
+    + (b"\x2a\x14\x0a\x07OUTPUT1\x12\x05INT32\x1a\x02\x01\x10")
+    + (b"\x32\x40" + bytes(range(64)))
+    + (b"\x32\x40" + bytes(64))
+)
+
+
+def _usual(data: bytes) -> Any:
+    return wire._decode_usual_response(data, memoryview(data))
+
+
+def _general(data: bytes) -> Any:
+    response = wire._Response()
+    wire._decode_response(
+        data, memoryview(data), 0, len(data), response, wire._MAX_DEPTH, "ModelInferResponse"
+    )
+    return response.fields()
+
+
+def test_usual_responses_take_the_shortcut() -> None:
+    # The shortcut is only worth having if Triton's responses take it.
+    fields = _usual(TRITON_RESPONSE)
+    assert fields is not None
+    assert canon(fields) == canon(_general(TRITON_RESPONSE))
+    assert fields[4][0] == ("OUTPUT0", "INT32", (1, 16), {}, None)
+    assert [bytes(r) for r in fields[5]] == [bytes(range(64)), bytes(64)]
+
+
+def _shortcut_agrees(data: bytes) -> None:
+    """The shortcut gives up, or decodes what the general decoder decodes."""
+    fields = _usual(data)
+    if fields is not None:
+        assert canon(fields) == canon(_general(data)), data.hex()
+
+
+@needs_protobuf
+@FAST
+@given(response_messages())
+def test_usual_response_shortcut_agrees_on_valid_messages(message: Any) -> None:
+    _shortcut_agrees(message.SerializeToString())
+
+
+@needs_protobuf
+@settings(FAST, max_examples=400)
+@given(st.one_of(st.binary(max_size=160), wire_tokens, mutated(response_messages())))
+def test_usual_response_shortcut_agrees_or_gives_up_on_anything(data: bytes) -> None:
+    _shortcut_agrees(data)
 
 
 def test_response_golden() -> None:

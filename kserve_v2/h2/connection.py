@@ -1,0 +1,746 @@
+"""The client side of one HTTP/2 connection, without I/O (RFC 9113).
+
+:class:`H2Connection` turns what the caller wants to send into bytes (:meth:`~H2Connection.
+data_to_send`) and the bytes the peer sent into events (:meth:`~H2Connection.receive`). It
+keeps the state HTTP/2 requires of a client: the SETTINGS exchange, both directions' flow
+control (connection and stream windows), the HPACK decoder (every header block is decoded,
+even on streams the caller dropped, because HPACK state is per connection), PING and
+SETTINGS acknowledgements, GOAWAY and RST_STREAM. Sockets, threads, event loops and the
+meaning of the headers are the caller's (see :mod:`kserve_v2.grpc.native`).
+
+Design choices, for speed on small calls and no copies on large ones:
+
+* Header blocks are encoded by the caller (gRPC request headers barely change between
+  calls, so the caller caches them) and passed in as bytes.
+* DATA payloads are handed out as they arrive, as slices of the buffer given to
+  :meth:`~H2Connection.receive`, without waiting for the whole frame and without copying.
+  A :class:`DataReceived`'s ``data`` is therefore valid only until the next ``receive``
+  call: copy what you keep.
+* Outgoing DATA is a list of buffers: frame headers plus slices of the caller's buffer, so
+  a 64 MiB message is not copied to be framed.
+* Receive windows are as large as HTTP/2 allows and topped up when half used, so the peer
+  never waits on us; the caller buffers what it receives.
+
+Every violation by the peer raises :class:`H2ConnectionError` (a
+:class:`~kserve_v2.errors.ProtocolError`) after a GOAWAY naming the error is queued; the
+connection is unusable afterwards. Malformed input never raises anything else.
+
+Example::
+
+    conn = H2Connection()
+    conn.initiate()
+    sock.sendall(b"".join(conn.data_to_send()))
+    stream_id = conn.open_stream(header_block, end_stream=False)
+    conn.send_data(stream_id, b"...", end_stream=True)
+    sock.sendall(b"".join(conn.data_to_send()))
+    for event in conn.receive(sock.recv(65536)):
+        ...
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Sequence
+from typing import Final
+
+from kserve_v2.errors import ProtocolError
+from kserve_v2.h2.frames import (
+    CONTINUATION,
+    DATA,
+    DEFAULT_MAX_FRAME_SIZE,
+    DEFAULT_WINDOW,
+    FLAG_ACK,
+    FLAG_END_HEADERS,
+    FLAG_END_STREAM,
+    FLAG_PADDED,
+    FLAG_PRIORITY,
+    GOAWAY,
+    HEADERS,
+    MAX_FRAME_SIZE_LIMIT,
+    MAX_WINDOW,
+    PING,
+    PREFACE,
+    PRIORITY,
+    PUSH_PROMISE,
+    RST_STREAM,
+    SETTINGS,
+    WINDOW_UPDATE,
+    ErrorCode,
+    Setting,
+    frame_header,
+)
+from kserve_v2.h2.hpack import Decoder, HPACKError
+
+__all__ = [
+    "DataReceived",
+    "Event",
+    "GoAwayReceived",
+    "H2ConnectionError",
+    "H2Connection",
+    "HeadersReceived",
+    "PingAcknowledged",
+    "StreamReset",
+    "WindowUpdated",
+]
+
+Buffer = bytes | bytearray | memoryview
+
+_FRAME_HEADER: Final = struct.Struct(">HBBBL")
+_U32: Final = struct.Struct(">L")
+_GOAWAY: Final = struct.Struct(">LL")
+_SETTING: Final = struct.Struct(">HL")
+
+#: SETTINGS_MAX_FRAME_SIZE this side announces: large DATA frames mean fewer frames to parse
+#: for big tensors; header blocks of this size are still bounded by max_header_list_size.
+RECEIVE_MAX_FRAME_SIZE: Final = 1 << 20
+#: Stream and connection receive windows: the largest allowed.
+RECEIVE_WINDOW: Final = MAX_WINDOW
+# Top a receive window up once this much of it has been used.
+_WINDOW_REFILL: Final = RECEIVE_WINDOW // 2
+# Header blocks (HEADERS + CONTINUATION) larger than this are refused before decoding.
+DEFAULT_MAX_HEADER_LIST_SIZE: Final = 1 << 20
+
+
+class H2ConnectionError(ProtocolError):
+    """The peer broke HTTP/2 (or sent GOAWAY with an error); ``code`` is the HTTP/2 error
+    code this side reported (or received)."""
+
+    def __init__(self, message: str, code: int = ErrorCode.PROTOCOL_ERROR) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+# ---------------------------------------------------------------------------------- events
+
+
+class Event:
+    """Base class of what :meth:`H2Connection.receive` reports."""
+
+    __slots__ = ()
+
+
+class HeadersReceived(Event):
+    """A complete header block on a stream: the response headers, or its trailers."""
+
+    __slots__ = ("end_stream", "headers", "stream_id")
+
+    def __init__(self, stream_id: int, headers: list[tuple[str, str]], end_stream: bool) -> None:
+        self.stream_id = stream_id
+        self.headers = headers
+        self.end_stream = end_stream
+
+    def __repr__(self) -> str:
+        return f"HeadersReceived({self.stream_id}, {self.headers!r}, end_stream={self.end_stream})"
+
+
+class DataReceived(Event):
+    """Part of a stream's DATA. ``data`` is a view valid until the next ``receive`` call;
+    ``end_stream`` is set on the last part of the stream (possibly empty)."""
+
+    __slots__ = ("data", "end_stream", "stream_id")
+
+    def __init__(self, stream_id: int, data: memoryview, end_stream: bool) -> None:
+        self.stream_id = stream_id
+        self.data = data
+        self.end_stream = end_stream
+
+    def __repr__(self) -> str:
+        return (
+            f"DataReceived({self.stream_id}, {len(self.data)} bytes, end_stream={self.end_stream})"
+        )
+
+
+class StreamReset(Event):
+    """The peer reset a stream (RST_STREAM), or GOAWAY left it unprocessed (``refused``)."""
+
+    __slots__ = ("error_code", "refused", "stream_id")
+
+    def __init__(self, stream_id: int, error_code: int, refused: bool = False) -> None:
+        self.stream_id = stream_id
+        self.error_code = error_code
+        self.refused = refused
+
+    def __repr__(self) -> str:
+        return f"StreamReset({self.stream_id}, {ErrorCode.name_of(self.error_code)})"
+
+
+class WindowUpdated(Event):
+    """More may be sent: on ``stream_id``, or on every stream when it is 0."""
+
+    __slots__ = ("stream_id",)
+
+    def __init__(self, stream_id: int) -> None:
+        self.stream_id = stream_id
+
+
+class GoAwayReceived(Event):
+    """The peer will process no stream above ``last_stream_id``; no new streams may open."""
+
+    __slots__ = ("debug_data", "error_code", "last_stream_id")
+
+    def __init__(self, last_stream_id: int, error_code: int, debug_data: bytes) -> None:
+        self.last_stream_id = last_stream_id
+        self.error_code = error_code
+        self.debug_data = debug_data
+
+    def __repr__(self) -> str:
+        return (
+            f"GoAwayReceived(last_stream_id={self.last_stream_id}, "
+            f"{ErrorCode.name_of(self.error_code)}, {self.debug_data!r})"
+        )
+
+
+class PingAcknowledged(Event):
+    """The answer to one of our PINGs."""
+
+    __slots__ = ("payload",)
+
+    def __init__(self, payload: bytes) -> None:
+        self.payload = payload
+
+
+# --------------------------------------------------------------------------------- streams
+
+
+class _Stream:
+    __slots__ = ("recv_unacked", "remote_closed", "send_window")
+
+    def __init__(self, send_window: int) -> None:
+        self.send_window = send_window
+        self.recv_unacked = 0
+        self.remote_closed = False
+
+
+class H2Connection:
+    """A client HTTP/2 connection's state; see the module docstring."""
+
+    def __init__(self, *, max_header_list_size: int = DEFAULT_MAX_HEADER_LIST_SIZE) -> None:
+        self._decoder = Decoder(max_header_list_size=max_header_list_size)
+        self._max_header_list_size = max_header_list_size
+        self._out: list[Buffer] = []
+        self._streams: dict[int, _Stream] = {}
+        self._next_stream_id = 1
+        # What the peer allows us.
+        self.peer_max_frame_size = DEFAULT_MAX_FRAME_SIZE
+        self.peer_initial_window = DEFAULT_WINDOW
+        self.peer_max_concurrent_streams: int | None = None
+        self._send_window = DEFAULT_WINDOW
+        # Receive side.
+        self._recv_unacked = 0
+        self._buf = bytearray()  # an incomplete frame header or control frame
+        self._data_stream = 0  # the DATA frame whose payload is arriving
+        self._data_left = 0  # its payload bytes still to come
+        self._pad_left = 0  # its padding still to come, after the payload
+        self._data_end = False  # it ends its stream
+        self._header_stream = 0  # a header block continues in CONTINUATION frames
+        self._header_parts: list[bytes] = []
+        self._header_end_stream = False
+        self._header_size = 0
+        self.goaway: GoAwayReceived | None = None
+        self.closed = False
+        self._got_bytes = False
+
+    # ------------------------------------------------------------------ sending
+
+    def initiate(self) -> None:
+        """Queue the connection preface, our SETTINGS and the connection window's top-up."""
+        settings = b"".join(
+            _SETTING.pack(key, value)
+            for key, value in (
+                (Setting.ENABLE_PUSH, 0),
+                (Setting.INITIAL_WINDOW_SIZE, RECEIVE_WINDOW),
+                (Setting.MAX_FRAME_SIZE, RECEIVE_MAX_FRAME_SIZE),
+                (Setting.MAX_HEADER_LIST_SIZE, self._max_header_list_size),
+            )
+        )
+        self._out += (
+            PREFACE,
+            frame_header(len(settings), SETTINGS, 0, 0) + settings,
+            frame_header(4, WINDOW_UPDATE, 0, 0) + _U32.pack(RECEIVE_WINDOW - DEFAULT_WINDOW),
+        )
+
+    def data_to_send(self) -> list[Buffer]:
+        """Everything queued for the peer, in order (and forget it)."""
+        out, self._out = self._out, []
+        return out
+
+    @property
+    def has_data_to_send(self) -> bool:
+        return bool(self._out)
+
+    @property
+    def open_streams(self) -> int:
+        return len(self._streams)
+
+    def can_open_stream(self) -> bool:
+        """A new stream may start: no GOAWAY, ids left, under the peer's concurrency limit."""
+        limit = self.peer_max_concurrent_streams
+        return (
+            self.goaway is None
+            and not self.closed
+            and self._next_stream_id <= MAX_WINDOW
+            and (limit is None or len(self._streams) < limit)
+        )
+
+    def open_stream(self, header_block: bytes, *, end_stream: bool = False) -> int:
+        """Start a stream with an HPACK-encoded header block; returns its id."""
+        if not self.can_open_stream():
+            raise H2ConnectionError("no new stream may be opened on this connection")
+        stream_id = self._next_stream_id
+        self._next_stream_id += 2
+        self._streams[stream_id] = _Stream(self.peer_initial_window)
+        self._queue_headers(stream_id, header_block, end_stream)
+        return stream_id
+
+    def send_trailers(self, stream_id: int, header_block: bytes) -> None:
+        """Queue a header block that ends our side of the stream."""
+        self._queue_headers(stream_id, header_block, True)
+
+    def _queue_headers(self, stream_id: int, block: bytes, end_stream: bool) -> None:
+        limit = self.peer_max_frame_size
+        flags = FLAG_END_STREAM if end_stream else 0
+        if len(block) <= limit:
+            self._out.append(
+                frame_header(len(block), HEADERS, flags | FLAG_END_HEADERS, stream_id) + block
+            )
+            return
+        parts = [block[i : i + limit] for i in range(0, len(block), limit)]
+        for index, part in enumerate(parts):
+            last = FLAG_END_HEADERS if index == len(parts) - 1 else 0
+            kind = HEADERS if index == 0 else CONTINUATION
+            self._out.append(
+                frame_header(len(part), kind, (flags if index == 0 else 0) | last, stream_id)
+            )
+            self._out.append(part)
+
+    def send_window(self, stream_id: int) -> int:
+        """How many DATA bytes may go out on ``stream_id`` now."""
+        stream = self._streams.get(stream_id)
+        if stream is None:
+            return 0
+        return max(0, min(self._send_window, stream.send_window))
+
+    def send_data(self, stream_id: int, data: Buffer, *, end_stream: bool = False) -> int:
+        """Queue as much of ``data`` as the flow-control windows allow, without copying it.
+
+        Returns the number of bytes queued; the rest must wait for a :class:`WindowUpdated`.
+        ``end_stream`` takes effect only when all of ``data`` was queued.
+        """
+        stream = self._streams.get(stream_id)
+        if stream is None:
+            raise H2ConnectionError(f"stream {stream_id} is not open")
+        # Slicing bytes copies: only a payload that fits one frame stays bytes (its one
+        # slice is the object itself); anything larger is framed as views into it.
+        view: Buffer
+        if isinstance(data, bytes) and len(data) <= self.peer_max_frame_size:
+            view = data
+        else:
+            view = memoryview(data).cast("B")
+        total = len(view)
+        allowed = min(total, self._send_window, stream.send_window)
+        if allowed < 0:
+            allowed = 0
+        limit = self.peer_max_frame_size
+        out = self._out
+        sent = 0
+        while sent < allowed or (sent == total == 0):
+            size = min(limit, allowed - sent)
+            done = sent + size == total
+            flags = FLAG_END_STREAM if done and end_stream else 0
+            out.append(frame_header(size, DATA, flags, stream_id))
+            if size:
+                out.append(view[sent : sent + size])
+            sent += size
+            if total == 0:
+                break
+        self._send_window -= allowed
+        stream.send_window -= allowed
+        return allowed
+
+    def reset_stream(self, stream_id: int, code: int = ErrorCode.CANCEL) -> None:
+        """Queue RST_STREAM and forget the stream (its late frames are dropped)."""
+        if self._streams.pop(stream_id, None) is not None:
+            self._out.append(frame_header(4, RST_STREAM, 0, stream_id) + _U32.pack(code))
+            if stream_id == self._data_stream:
+                self._data_stream = 0  # the rest of the DATA frame arriving now is dropped too
+
+    def end_stream(self, stream_id: int) -> None:
+        """Forget a stream both sides have finished (its window bookkeeping goes too)."""
+        self._streams.pop(stream_id, None)
+        if stream_id == self._data_stream:
+            self._data_stream = 0
+
+    def ping(self, payload: bytes = b"\0" * 8) -> None:
+        """Queue a PING (answered by a :class:`PingAcknowledged`)."""
+        if len(payload) != 8:
+            raise ValueError("a PING payload is 8 bytes")
+        self._out.append(frame_header(8, PING, 0, 0) + payload)
+
+    def close(self, code: int = ErrorCode.NO_ERROR, debug: bytes = b"") -> None:
+        """Queue GOAWAY; the connection is closed for this side."""
+        if not self.closed:
+            self.closed = True
+            # A client's GOAWAY names the last stream the *server* started: none.
+            payload = _GOAWAY.pack(0, code) + debug
+            self._out.append(frame_header(len(payload), GOAWAY, 0, 0) + payload)
+
+    # ---------------------------------------------------------------- receiving
+
+    def _fail(self, message: str, code: int = ErrorCode.PROTOCOL_ERROR) -> H2ConnectionError:
+        self.close(code, message.encode("ascii", "replace")[:200])
+        return H2ConnectionError(f"HTTP/2 {ErrorCode.name_of(code)}: {message}", code)
+
+    def receive(self, data: Buffer) -> list[Event]:
+        """Feed bytes read from the peer; returns what they meant, in order.
+
+        Raises :class:`H2ConnectionError` when the peer broke the protocol.
+        """
+        if self.closed:
+            raise H2ConnectionError("the HTTP/2 connection is closed")
+        if not self._got_bytes and data:
+            self._got_bytes = True
+            if bytes(data[:5]) == b"HTTP/":  # the usual mistake: an HTTP/1 port
+                raise self._fail(
+                    "the server answered in HTTP/1.x, not HTTP/2 (is this its gRPC port?): "
+                    + bytes(data[:40]).decode("latin-1").split("\r\n")[0]
+                )
+        events: list[Event] = []
+        view = memoryview(data).cast("B") if not isinstance(data, bytes) else memoryview(data)
+        pos = 0
+        end = len(view)
+        buf = self._buf
+        while pos < end:
+            if self._data_left or self._pad_left:
+                pos = self._data_payload(view, pos, end, events)
+                continue
+            if buf:
+                # Complete the header (and, for control frames, the payload) kept from before.
+                if len(buf) < 9:
+                    take = min(9 - len(buf), end - pos)
+                    buf += view[pos : pos + take]
+                    pos += take
+                    if len(buf) < 9:
+                        break
+                need = self._unit_size(buf, 0) - len(buf)
+                if need > 0:
+                    take = min(need, end - pos)
+                    buf += view[pos : pos + take]
+                    pos += take
+                    if take < need:
+                        break
+                unit = memoryview(bytes(buf))
+                buf.clear()
+                self._frame(unit, 0, events)
+                continue
+            if end - pos < 9:
+                buf += view[pos:end]
+                break
+            size = self._unit_size(view, pos)
+            if end - pos < size:
+                buf += view[pos:end]
+                break
+            self._frame(view, pos, events)
+            pos += size
+        return events
+
+    def _unit_size(self, data: Buffer, pos: int) -> int:
+        """Bytes needed before a frame can be handled: all of a control frame; a DATA frame's
+        header and pad length only (its payload is streamed)."""
+        high, low, kind, flags, _ = _FRAME_HEADER.unpack_from(data, pos)
+        length: int = (high << 8) | low
+        if length > RECEIVE_MAX_FRAME_SIZE:
+            raise self._fail(
+                f"frame of {length} bytes exceeds SETTINGS_MAX_FRAME_SIZE {RECEIVE_MAX_FRAME_SIZE}",
+                ErrorCode.FRAME_SIZE_ERROR,
+            )
+        if kind == DATA:
+            return 10 if flags & FLAG_PADDED and length else 9
+        return 9 + length
+
+    def _frame(self, data: memoryview, pos: int, events: list[Event]) -> None:
+        high, low, kind, flags, stream_id = _FRAME_HEADER.unpack_from(data, pos)
+        length = (high << 8) | low
+        stream_id &= 0x7FFFFFFF
+        if self._header_stream and kind != CONTINUATION:
+            raise self._fail("a header block was interrupted by another frame")
+        if kind == DATA:
+            self._data_header(length, flags, stream_id, data, pos, events)
+            return
+        payload = data[pos + 9 : pos + 9 + length]
+        if kind == HEADERS:
+            self._headers(payload, flags, stream_id, events)
+        elif kind == CONTINUATION:
+            self._continuation(payload, flags, stream_id, events)
+        elif kind == SETTINGS:
+            self._settings(payload, flags, stream_id, events)
+        elif kind == WINDOW_UPDATE:
+            self._window_update(payload, stream_id, events)
+        elif kind == PING:
+            self._ping(payload, flags, stream_id, events)
+        elif kind == RST_STREAM:
+            if stream_id == 0 or length != 4:
+                raise self._fail(
+                    "malformed RST_STREAM",
+                    ErrorCode.FRAME_SIZE_ERROR if length != 4 else ErrorCode.PROTOCOL_ERROR,
+                )
+            if self._streams.pop(stream_id, None) is not None:
+                code = _U32.unpack_from(payload)[0]
+                # REFUSED_STREAM: the server did no work on it, so it is safe to retry.
+                refused = code == ErrorCode.REFUSED_STREAM
+                events.append(StreamReset(stream_id, code, refused=refused))
+        elif kind == GOAWAY:
+            self._goaway(payload, stream_id, events)
+        elif kind == PUSH_PROMISE:
+            raise self._fail("PUSH_PROMISE although SETTINGS_ENABLE_PUSH is 0")
+        elif kind == PRIORITY:
+            if stream_id == 0:
+                raise self._fail("PRIORITY on stream 0")
+            if length != 5:
+                raise self._fail("PRIORITY frame is not 5 bytes", ErrorCode.FRAME_SIZE_ERROR)
+        # Unknown frame types are ignored (RFC 9113 section 4.1).
+
+    # -- DATA
+
+    def _data_header(
+        self,
+        length: int,
+        flags: int,
+        stream_id: int,
+        data: memoryview,
+        pos: int,
+        events: list[Event],
+    ) -> None:
+        if stream_id == 0:
+            raise self._fail("DATA on stream 0")
+        pad = 0
+        if flags & FLAG_PADDED:
+            if length == 0:
+                raise self._fail("padded DATA without a pad length", ErrorCode.FRAME_SIZE_ERROR)
+            pad = data[pos + 9]
+            if pad >= length:
+                raise self._fail("DATA padding longer than the frame")
+            payload = length - 1 - pad
+        else:
+            payload = length
+        self._account_received(length, stream_id)
+        stream = self._streams.get(stream_id)
+        if stream is not None and stream.remote_closed:
+            raise self._fail(f"DATA on stream {stream_id} after it ended", ErrorCode.STREAM_CLOSED)
+        end_stream = bool(flags & FLAG_END_STREAM)
+        if stream is not None and end_stream:
+            stream.remote_closed = True
+        if stream_id >= self._next_stream_id or not stream_id & 1:
+            raise self._fail(f"DATA on stream {stream_id}, which this client never opened")
+        self._data_stream = stream_id if stream is not None else 0
+        self._data_left = payload
+        self._pad_left = pad
+        self._data_end = end_stream
+        if payload == 0 and stream is not None:
+            events.append(DataReceived(stream_id, memoryview(b""), end_stream))
+
+    def _data_payload(self, view: memoryview, pos: int, end: int, events: list[Event]) -> int:
+        left = self._data_left
+        if left:
+            take = left if left <= end - pos else end - pos
+            self._data_left = left = left - take
+            if self._data_stream:
+                events.append(
+                    DataReceived(
+                        self._data_stream, view[pos : pos + take], self._data_end and not left
+                    )
+                )
+            pos += take
+        if not left and self._pad_left:
+            skip = min(self._pad_left, end - pos)
+            self._pad_left -= skip
+            pos += skip
+        return pos
+
+    def _account_received(self, length: int, stream_id: int) -> None:
+        """Receive-side flow control: refill windows once half used."""
+        self._recv_unacked += length
+        if self._recv_unacked > RECEIVE_WINDOW:
+            raise self._fail("the peer overran the connection window", ErrorCode.FLOW_CONTROL_ERROR)
+        if self._recv_unacked >= _WINDOW_REFILL:
+            self._out.append(frame_header(4, WINDOW_UPDATE, 0, 0) + _U32.pack(self._recv_unacked))
+            self._recv_unacked = 0
+        stream = self._streams.get(stream_id)
+        if stream is not None:
+            stream.recv_unacked += length
+            if stream.recv_unacked > RECEIVE_WINDOW:
+                raise self._fail(
+                    f"the peer overran stream {stream_id}'s window", ErrorCode.FLOW_CONTROL_ERROR
+                )
+            if stream.recv_unacked >= _WINDOW_REFILL and not stream.remote_closed:
+                self._out.append(
+                    frame_header(4, WINDOW_UPDATE, 0, stream_id) + _U32.pack(stream.recv_unacked)
+                )
+                stream.recv_unacked = 0
+
+    # -- headers
+
+    def _headers(
+        self, payload: memoryview, flags: int, stream_id: int, events: list[Event]
+    ) -> None:
+        if stream_id == 0:
+            raise self._fail("HEADERS on stream 0")
+        if stream_id >= self._next_stream_id or not stream_id & 1:
+            raise self._fail(f"HEADERS on stream {stream_id}, which this client never opened")
+        start = 0
+        stop = len(payload)
+        if flags & FLAG_PADDED:
+            if stop < 1 or payload[0] >= stop:
+                raise self._fail("HEADERS padding longer than the frame")
+            start = 1
+            stop -= payload[0]
+        if flags & FLAG_PRIORITY:
+            start += 5
+            if start > stop:
+                raise self._fail(
+                    "HEADERS too short for its priority fields", ErrorCode.FRAME_SIZE_ERROR
+                )
+        stream = self._streams.get(stream_id)
+        end_stream = bool(flags & FLAG_END_STREAM)
+        if stream is not None:
+            if stream.remote_closed:
+                raise self._fail(
+                    f"HEADERS on stream {stream_id} after it ended", ErrorCode.STREAM_CLOSED
+                )
+            if end_stream:
+                stream.remote_closed = True
+        block = payload[start:stop]
+        if flags & FLAG_END_HEADERS:
+            self._header_block(stream_id, block, end_stream, events)
+            return
+        self._header_stream = stream_id
+        self._header_parts = [bytes(block)]
+        self._header_size = len(block)
+        self._header_end_stream = end_stream
+
+    def _continuation(
+        self, payload: memoryview, flags: int, stream_id: int, events: list[Event]
+    ) -> None:
+        if stream_id == 0 or stream_id != self._header_stream:
+            raise self._fail("CONTINUATION without a header block to continue")
+        self._header_size += len(payload)
+        if self._header_size > self._max_header_list_size + RECEIVE_MAX_FRAME_SIZE:
+            raise self._fail("header block too large", ErrorCode.ENHANCE_YOUR_CALM)
+        self._header_parts.append(bytes(payload))
+        if flags & FLAG_END_HEADERS:
+            block = b"".join(self._header_parts)
+            self._header_stream = 0
+            self._header_parts = []
+            self._header_block(stream_id, memoryview(block), self._header_end_stream, events)
+
+    def _header_block(
+        self, stream_id: int, block: memoryview, end_stream: bool, events: list[Event]
+    ) -> None:
+        try:
+            headers = self._decoder.decode(block)
+        except HPACKError as exc:
+            raise self._fail(
+                f"undecodable header block: {exc}", ErrorCode.COMPRESSION_ERROR
+            ) from exc
+        if stream_id in self._streams:
+            events.append(HeadersReceived(stream_id, headers, end_stream))
+
+    # -- connection control
+
+    def _settings(
+        self, payload: memoryview, flags: int, stream_id: int, events: list[Event]
+    ) -> None:
+        if stream_id != 0:
+            raise self._fail("SETTINGS on a stream")
+        if flags & FLAG_ACK:
+            if len(payload):
+                raise self._fail("SETTINGS ACK with a payload", ErrorCode.FRAME_SIZE_ERROR)
+            return
+        if len(payload) % 6:
+            raise self._fail("SETTINGS payload not a multiple of 6", ErrorCode.FRAME_SIZE_ERROR)
+        window_delta = 0
+        for offset in range(0, len(payload), 6):
+            key, value = _SETTING.unpack_from(payload, offset)
+            if key == Setting.INITIAL_WINDOW_SIZE:
+                if value > MAX_WINDOW:
+                    raise self._fail(
+                        "SETTINGS_INITIAL_WINDOW_SIZE above 2**31-1", ErrorCode.FLOW_CONTROL_ERROR
+                    )
+                window_delta += value - self.peer_initial_window
+                self.peer_initial_window = value
+            elif key == Setting.MAX_FRAME_SIZE:
+                if not DEFAULT_MAX_FRAME_SIZE <= value <= MAX_FRAME_SIZE_LIMIT:
+                    raise self._fail(f"SETTINGS_MAX_FRAME_SIZE {value} out of range")
+                self.peer_max_frame_size = value
+            elif key == Setting.MAX_CONCURRENT_STREAMS:
+                self.peer_max_concurrent_streams = value
+            elif key == Setting.ENABLE_PUSH and value > 1:
+                raise self._fail("SETTINGS_ENABLE_PUSH neither 0 nor 1")
+            # HEADER_TABLE_SIZE: our encoder never inserts into the dynamic table, so any
+            # size the peer allows is fine; MAX_HEADER_LIST_SIZE is advisory; unknown: ignored.
+        if window_delta:
+            for stream in self._streams.values():
+                stream.send_window += window_delta
+                if stream.send_window > MAX_WINDOW:
+                    raise self._fail(
+                        "a stream window grew above 2**31-1", ErrorCode.FLOW_CONTROL_ERROR
+                    )
+            if window_delta > 0:
+                events.append(WindowUpdated(0))
+        self._out.append(frame_header(0, SETTINGS, FLAG_ACK, 0))
+
+    def _window_update(self, payload: memoryview, stream_id: int, events: list[Event]) -> None:
+        if len(payload) != 4:
+            raise self._fail("WINDOW_UPDATE is not 4 bytes", ErrorCode.FRAME_SIZE_ERROR)
+        increment = _U32.unpack_from(payload)[0] & 0x7FFFFFFF
+        if stream_id == 0:
+            if increment == 0:
+                raise self._fail("WINDOW_UPDATE of 0 on the connection")
+            self._send_window += increment
+            if self._send_window > MAX_WINDOW:
+                raise self._fail("connection window above 2**31-1", ErrorCode.FLOW_CONTROL_ERROR)
+            events.append(WindowUpdated(0))
+            return
+        stream = self._streams.get(stream_id)
+        if stream is None:
+            return  # a stream we finished or reset: late updates are normal
+        if increment == 0:
+            self.reset_stream(stream_id, ErrorCode.PROTOCOL_ERROR)
+            events.append(StreamReset(stream_id, ErrorCode.PROTOCOL_ERROR))
+            return
+        stream.send_window += increment
+        if stream.send_window > MAX_WINDOW:
+            self.reset_stream(stream_id, ErrorCode.FLOW_CONTROL_ERROR)
+            events.append(StreamReset(stream_id, ErrorCode.FLOW_CONTROL_ERROR))
+            return
+        events.append(WindowUpdated(stream_id))
+
+    def _ping(self, payload: memoryview, flags: int, stream_id: int, events: list[Event]) -> None:
+        if stream_id != 0:
+            raise self._fail("PING on a stream")
+        if len(payload) != 8:
+            raise self._fail("PING is not 8 bytes", ErrorCode.FRAME_SIZE_ERROR)
+        if flags & FLAG_ACK:
+            events.append(PingAcknowledged(bytes(payload)))
+        else:
+            self._out.append(frame_header(8, PING, FLAG_ACK, 0) + bytes(payload))
+
+    def _goaway(self, payload: memoryview, stream_id: int, events: list[Event]) -> None:
+        if stream_id != 0:
+            raise self._fail("GOAWAY on a stream")
+        if len(payload) < 8:
+            raise self._fail("GOAWAY shorter than 8 bytes", ErrorCode.FRAME_SIZE_ERROR)
+        last, code = _GOAWAY.unpack_from(payload)
+        last &= 0x7FFFFFFF
+        event = GoAwayReceived(last, code, bytes(payload[8:]))
+        self.goaway = event
+        events.append(event)
+        # Streams above last_stream_id were not processed: the caller may retry them.
+        for refused in sorted(sid for sid in self._streams if sid > last):
+            del self._streams[refused]
+            events.append(StreamReset(refused, ErrorCode.REFUSED_STREAM, refused=True))
+
+
+def encode_settings(settings: Sequence[tuple[int, int]]) -> bytes:
+    """A SETTINGS frame carrying these (identifier, value) pairs (for tests and servers)."""
+    payload = b"".join(_SETTING.pack(key, value) for key, value in settings)
+    return frame_header(len(payload), SETTINGS, 0, 0) + payload

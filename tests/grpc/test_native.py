@@ -1,0 +1,1491 @@
+"""The native gRPC transport's fault paths, against a scripted HTTP/2 server on loopback.
+
+Triton answers correctly; these tests need a server that misbehaves on cue. :class:`
+ScriptedServer` is a real TCP server in a thread: each connection it accepts runs the test's
+handler with a :class:`Peer`, which reads and writes raw HTTP/2 frames (header blocks through
+the library's own HPACK Encoder and Decoder). Every test runs with both clients: the sync
+:class:`~kserve_v2.Client` and the :class:`~kserve_v2.AsyncClient` (on an event loop of its
+own, so one test body drives both). No socket read on either side can wait for ever: the
+server's sockets time out after ``IO_TIMEOUT``, every call has a deadline, async calls a guard.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import gzip
+import random
+import re
+import socket
+import struct
+import threading
+import time
+import traceback
+import zlib
+from collections import deque
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from kserve_v2 import (
+    AsyncClient,
+    Client,
+    DeadlineExceededError,
+    ProtocolError,
+    ServerError,
+    TransportError,
+)
+from kserve_v2.h2.frames import (
+    CONTINUATION,
+    DATA,
+    DEFAULT_WINDOW,
+    FLAG_ACK,
+    FLAG_END_HEADERS,
+    FLAG_END_STREAM,
+    FLAG_PADDED,
+    GOAWAY,
+    HEADERS,
+    PING,
+    PREFACE,
+    PUSH_PROMISE,
+    RST_STREAM,
+    SETTINGS,
+    WINDOW_UPDATE,
+    ErrorCode,
+    Setting,
+    frame_header,
+    parse_frame_header,
+)
+from kserve_v2.h2.hpack import Decoder, Encoder
+
+LIVE = "/inference.GRPCInferenceService/ServerLive"
+#: A ServerLiveResponse with live=True.
+LIVE_REPLY = b"\x08\x01"
+#: The server's sockets time out after this long: a test can fail, but never hang.
+IO_TIMEOUT = 5.0
+#: The clients' default call deadline.
+CALL_TIMEOUT = 5.0
+#: Async calls are abandoned after this long even when the client's own deadline fails.
+GUARD = 10.0
+GRPC_OK_HEADERS: Sequence[tuple[str, str]] = (
+    (":status", "200"),
+    ("content-type", "application/grpc"),
+)
+_U32 = struct.Struct(">L")
+_GOAWAY = struct.Struct(">LL")
+_TIMEOUT_UNITS = {"H": 3600.0, "M": 60.0, "S": 1.0, "m": 1e-3, "u": 1e-6, "n": 1e-9}
+
+
+# ------------------------------------------------------------------------ frame building
+
+
+def frame(kind: int, flags: int, stream_id: int, payload: bytes = b"") -> bytes:
+    """One HTTP/2 frame."""
+    return frame_header(len(payload), kind, flags, stream_id) + payload
+
+
+def data_frame(
+    stream_id: int, data: bytes, *, end_stream: bool = False, pad: int | None = None
+) -> bytes:
+    """A DATA frame, padded with ``pad`` bytes when ``pad`` is given."""
+    flags = FLAG_END_STREAM if end_stream else 0
+    if pad is None:
+        return frame(DATA, flags, stream_id, data)
+    return frame(DATA, flags | FLAG_PADDED, stream_id, bytes([pad]) + data + bytes(pad))
+
+
+def grpc_message(data: bytes, *, compressed: bool = False) -> bytes:
+    """A length-prefixed gRPC message."""
+    return struct.pack(">BL", int(compressed), len(data)) + data
+
+
+def parse_grpc_timeout(value: str) -> float:
+    """Seconds of a ``grpc-timeout`` value (asserting its format: 1-8 digits and a unit)."""
+    assert re.fullmatch(r"\d{1,8}[HMSmun]", value), value
+    return int(value[:-1]) * _TIMEOUT_UNITS[value[-1]]
+
+
+# -------------------------------------------------------------------------- the server
+
+
+class PeerClosed(Exception):
+    """The client closed (or reset) the connection."""
+
+
+@dataclass
+class Frame:
+    kind: int
+    flags: int
+    stream_id: int
+    payload: bytes
+
+
+@dataclass
+class Request:
+    stream_id: int
+    headers: list[tuple[str, str]]
+    body: bytearray = field(default_factory=bytearray)
+    ended: bool = False
+
+    def header(self, name: str) -> str | None:
+        """The first value of header ``name``."""
+        return next((value for key, value in self.headers if key == name), None)
+
+    @property
+    def message(self) -> bytes:
+        """The body's one gRPC message (asserting the framing)."""
+        assert len(self.body) >= 5, bytes(self.body)
+        flag, length = struct.unpack_from(">BL", self.body)
+        assert flag == 0
+        assert len(self.body) == 5 + length
+        return bytes(self.body[5:])
+
+
+class Peer:
+    """The server side of one connection; the test's handler drives it frame by frame."""
+
+    def __init__(self, sock: socket.socket, index: int) -> None:
+        self.sock = sock
+        #: 0 for the first connection the server accepted, 1 for the next, ...
+        self.index = index
+        #: Every frame the client sent, in order.
+        self.received: list[Frame] = []
+        #: Every request read by read_request / read_headers.
+        self.requests: list[Request] = []
+        self._buffer = bytearray()
+        self._stashed: deque[Frame] = deque()  # request frames wait_for read past
+        self._decoder = Decoder()
+        self._encoder = Encoder()
+
+    # -- reading
+
+    def _fill(self, size: int) -> None:
+        """Buffer ``size`` bytes (a timeout consumes nothing: frames are never torn)."""
+        while len(self._buffer) < size:
+            try:
+                chunk = self.sock.recv(65536)
+            except ConnectionResetError:
+                chunk = b""
+            if not chunk:
+                raise PeerClosed(f"connection {self.index} closed by the client")
+            self._buffer += chunk
+
+    def read_preface(self) -> None:
+        self._fill(len(PREFACE))
+        assert bytes(self._buffer[: len(PREFACE)]) == PREFACE
+        del self._buffer[: len(PREFACE)]
+
+    def read_frame(self) -> Frame:
+        if self._stashed:
+            return self._stashed.popleft()
+        self._fill(9)
+        length, kind, flags, stream_id = parse_frame_header(self._buffer)
+        self._fill(9 + length)
+        got = Frame(kind, flags, stream_id, bytes(self._buffer[9 : 9 + length]))
+        del self._buffer[: 9 + length]
+        self.received.append(got)
+        return got
+
+    def frames_for(self, seconds: float) -> list[Frame]:
+        """The frames that arrive within ``seconds`` (SETTINGS acknowledged)."""
+        frames = []
+        deadline = time.monotonic() + seconds
+        try:
+            while (left := deadline - time.monotonic()) > 0:
+                self.sock.settimeout(left)
+                got = self.read_frame()
+                self._answer_control(got)
+                frames.append(got)
+        except TimeoutError:
+            pass
+        finally:
+            self.sock.settimeout(IO_TIMEOUT)
+        return frames
+
+    def wait_for(self, kind: int, seconds: float, flags: int = 0) -> Frame | None:
+        """The first frame of ``kind`` (with ``flags`` set) within ``seconds``, or None;
+        request frames read past on the way are kept for the request readers."""
+        deadline = time.monotonic() + seconds
+        passed: list[Frame] = []
+        try:
+            while (left := deadline - time.monotonic()) > 0:
+                self.sock.settimeout(left)
+                got = self.read_frame()
+                if got.kind == kind and got.flags & flags == flags:
+                    return got
+                if not self._answer_control(got):
+                    passed.append(got)
+        except TimeoutError:
+            pass
+        finally:
+            self.sock.settimeout(IO_TIMEOUT)
+            self._stashed.extendleft(reversed(passed))
+        return None
+
+    def read_until_closed(self) -> list[Frame]:
+        """Read frames until the client closes the connection; returns them."""
+        start = len(self.received)
+        with contextlib.suppress(PeerClosed):
+            while True:
+                self.read_frame()
+        return self.received[start:]
+
+    def _answer_control(self, got: Frame) -> bool:
+        """Acknowledge SETTINGS and PING; True for a frame a request reader skips."""
+        if got.kind == SETTINGS and not got.flags & FLAG_ACK:
+            self.send_frame(SETTINGS, FLAG_ACK, 0)
+        elif got.kind == PING and not got.flags & FLAG_ACK:
+            self.send_frame(PING, FLAG_ACK, 0, got.payload)
+        return got.kind not in (HEADERS, CONTINUATION, DATA)
+
+    def _next(self) -> Frame:
+        """The next HEADERS, CONTINUATION or DATA frame (control frames answered, skipped)."""
+        while True:
+            got = self.read_frame()
+            if not self._answer_control(got):
+                return got
+
+    def read_headers(self) -> Request | None:
+        """The next request's header block; None when the client closed the connection."""
+        try:
+            got = self._next()
+        except PeerClosed:
+            if self._buffer:
+                raise
+            return None
+        assert got.kind == HEADERS, got
+        assert not got.flags & FLAG_PADDED
+        block = got.payload
+        first = got
+        while not got.flags & FLAG_END_HEADERS:
+            got = self._next()
+            assert got.kind == CONTINUATION, got
+            assert got.stream_id == first.stream_id, got
+            block += got.payload
+        request = Request(first.stream_id, self._decoder.decode(block))
+        request.ended = bool(first.flags & FLAG_END_STREAM)
+        self.requests.append(request)
+        return request
+
+    def read_body(self, request: Request) -> None:
+        """Read ``request``'s DATA up to END_STREAM."""
+        while not request.ended:
+            got = self._next()
+            assert got.kind == DATA, got
+            assert got.stream_id == request.stream_id, got
+            request.body += got.payload
+            request.ended = bool(got.flags & FLAG_END_STREAM)
+
+    def read_request(self) -> Request | None:
+        """The next whole request; None when the client closed the connection."""
+        request = self.read_headers()
+        if request is not None:
+            self.read_body(request)
+        return request
+
+    # -- writing
+
+    def send(self, data: bytes) -> None:
+        """Send bytes; a client that already closed the connection is not an error here (the
+        tests judge the client by what it raised)."""
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+            self.sock.sendall(data)
+
+    def send_frame(self, kind: int, flags: int, stream_id: int, payload: bytes = b"") -> None:
+        self.send(frame(kind, flags, stream_id, payload))
+
+    def send_settings(self, settings: Sequence[tuple[int, int]] = ()) -> None:
+        self.send_frame(SETTINGS, 0, 0, b"".join(struct.pack(">HL", k, v) for k, v in settings))
+
+    def handshake(self, settings: Sequence[tuple[int, int]] = ()) -> None:
+        """Read the client's preface and send our SETTINGS (the client's are acked later)."""
+        self.read_preface()
+        self.send_settings(settings)
+
+    def send_headers(
+        self,
+        stream_id: int,
+        headers: Sequence[tuple[str, str]],
+        *,
+        end_stream: bool = False,
+        pieces: int = 1,
+    ) -> None:
+        """A header block, split into HEADERS and ``pieces - 1`` CONTINUATION frames."""
+        block = self._encoder.encode(headers)
+        size = max(1, -(-len(block) // pieces))
+        parts = [block[i : i + size] for i in range(0, len(block), size)] or [b""]
+        out = b""
+        for i, part in enumerate(parts):
+            flags = FLAG_END_STREAM if end_stream and i == 0 else 0
+            if i == len(parts) - 1:
+                flags |= FLAG_END_HEADERS
+            out += frame(HEADERS if i == 0 else CONTINUATION, flags, stream_id, part)
+        self.send(out)
+
+    def send_data(
+        self, stream_id: int, data: bytes, *, end_stream: bool = False, pad: int | None = None
+    ) -> None:
+        self.send(data_frame(stream_id, data, end_stream=end_stream, pad=pad))
+
+    def send_trailers(
+        self,
+        stream_id: int,
+        status: int = 0,
+        message: str | None = None,
+        extra: Sequence[tuple[str, str]] = (),
+        *,
+        pieces: int = 1,
+    ) -> None:
+        trailers = [("grpc-status", str(status)), *extra]
+        if message is not None:
+            trailers.append(("grpc-message", message))
+        self.send_headers(stream_id, trailers, end_stream=True, pieces=pieces)
+
+    def send_response(self, stream_id: int, message: bytes = LIVE_REPLY) -> None:
+        """A normal answer: headers, one message, trailers with grpc-status 0."""
+        self.send_headers(stream_id, GRPC_OK_HEADERS)
+        self.send_data(stream_id, grpc_message(message))
+        self.send_trailers(stream_id)
+
+    def send_rst_stream(self, stream_id: int, code: int) -> None:
+        self.send_frame(RST_STREAM, 0, stream_id, _U32.pack(code))
+
+    def send_goaway(self, last_stream_id: int, code: int = ErrorCode.NO_ERROR) -> None:
+        self.send_frame(GOAWAY, 0, 0, _GOAWAY.pack(last_stream_id, code) + b"scripted")
+
+    def send_ping(self, payload: bytes) -> None:
+        self.send_frame(PING, 0, 0, payload)
+
+    def send_window_update(self, stream_id: int, increment: int) -> None:
+        self.send_frame(WINDOW_UPDATE, 0, stream_id, _U32.pack(increment))
+
+    def close_gracefully(self) -> list[Frame]:
+        """Send FIN, then read until the client closes too (no RST can eat our last bytes)."""
+        with contextlib.suppress(OSError):
+            self.sock.shutdown(socket.SHUT_WR)
+        return self.read_until_closed()
+
+
+Handler = Callable[[Peer], None]
+
+
+class ScriptedServer:
+    """A loopback TCP server running ``handler`` on each connection, in a thread per
+    connection; handler exceptions are collected and reported when the test ends."""
+
+    def __init__(self, handler: Handler) -> None:
+        self._handler = handler
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self._listener.settimeout(0.05)
+        self.port: int = self._listener.getsockname()[1]
+        self.url = f"grpc://127.0.0.1:{self.port}"
+        self.peers: list[Peer] = []
+        self.errors: list[str] = []
+        self._threads: list[threading.Thread] = []
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._acceptor = threading.Thread(target=self._accept, name="scripted-h2 accept")
+        self._acceptor.start()
+
+    @property
+    def accepted(self) -> int:
+        """Connections accepted so far."""
+        return len(self.peers)
+
+    def _accept(self) -> None:
+        while not self._stop.is_set():
+            try:
+                sock, _ = self._listener.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            sock.settimeout(IO_TIMEOUT)
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            with self._lock:
+                peer = Peer(sock, len(self.peers))
+                thread = threading.Thread(
+                    target=self._serve, args=(peer,), name=f"scripted-h2 conn {peer.index}"
+                )
+                self.peers.append(peer)
+                self._threads.append(thread)
+            thread.start()
+
+    def _serve(self, peer: Peer) -> None:
+        try:
+            self._handler(peer)
+        except BaseException as exc:
+            self.errors.append(
+                f"handler of connection {peer.index}: "
+                + "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+            )
+        finally:
+            peer.sock.close()
+
+    def close(self) -> list[str]:
+        """Stop accepting, end every handler, close every socket; returns the problems."""
+        self._stop.set()
+        self._acceptor.join(IO_TIMEOUT)
+        self._listener.close()
+        problems: list[str] = []
+        with self._lock:
+            pairs = list(zip(self._threads, self.peers, strict=True))
+        for thread, peer in pairs:
+            thread.join(2.0)
+            if thread.is_alive():  # the client left it waiting: wake it up
+                with contextlib.suppress(OSError):
+                    peer.sock.shutdown(socket.SHUT_RDWR)
+                thread.join(IO_TIMEOUT)
+                if thread.is_alive():
+                    problems.append(f"handler of connection {peer.index} did not finish")
+            peer.sock.close()
+        return self.errors + problems
+
+
+class Runner:
+    """One client of the scripted server, called synchronously: a :class:`Client`, or an
+    :class:`AsyncClient` on an event loop of its own (each call runs the loop until done)."""
+
+    def __init__(self, mode: str, url: str, **options: Any) -> None:
+        options.setdefault("timeout", CALL_TIMEOUT)
+        options.setdefault("connect_timeout", IO_TIMEOUT)
+        self.mode = mode
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._client: Any
+        if mode == "sync":
+            self._client = Client(url, **options)
+        else:
+            self._loop = asyncio.new_event_loop()
+
+            async def make() -> AsyncClient:
+                return AsyncClient(url, **options)
+
+            self._client = self._loop.run_until_complete(make())
+
+    def _run(self, result: Any, guard: float) -> Any:
+        if self._loop is None:
+            return result
+        return self._loop.run_until_complete(asyncio.wait_for(result, guard))
+
+    def live(self, *, guard: float = GUARD, **kw: Any) -> bool:
+        """``is_server_live()``."""
+        result: bool = self._run(self._client.is_server_live(**kw), guard)
+        return result
+
+    def server_metadata(self, *, guard: float = GUARD, **kw: Any) -> Any:
+        return self._run(self._client.server_metadata(**kw), guard)
+
+    def unary(
+        self,
+        body: bytes,
+        method: str = "/x.Y/Z",
+        *,
+        timeout: float = CALL_TIMEOUT,
+        want_metadata: bool = False,
+        guard: float = GUARD,
+    ) -> tuple[bytes, Sequence[tuple[str, str]]]:
+        """The channel's ``call_unary`` (a transport-level call, any method)."""
+        call = self._client._io.call_unary(
+            method, body, timeout=timeout, want_metadata=want_metadata
+        )
+        result: tuple[bytes, Sequence[tuple[str, str]]] = self._run(call, guard)
+        return result
+
+    def pause(self, seconds: float) -> None:
+        """Let time pass (the async client's event loop runs meanwhile)."""
+        if self._loop is None:
+            time.sleep(seconds)
+        else:
+            self._loop.run_until_complete(asyncio.sleep(seconds))
+
+    def close(self) -> None:
+        if self._loop is None:
+            self._client.close()
+            return
+        try:
+            self._loop.run_until_complete(self._client.aclose())
+            self._loop.run_until_complete(self._loop.shutdown_asyncgens())
+        finally:
+            self._loop.close()
+
+
+@pytest.fixture
+def serve() -> Iterator[Callable[[Handler], ScriptedServer]]:
+    """Starts scripted servers; at the end closes them and fails on handler errors."""
+    servers: list[ScriptedServer] = []
+
+    def start(handler: Handler) -> ScriptedServer:
+        server = ScriptedServer(handler)
+        servers.append(server)
+        return server
+
+    yield start
+    problems = [problem for server in servers for problem in server.close()]
+    if problems:
+        pytest.fail("scripted server:\n" + "\n".join(problems), pytrace=False)
+
+
+@pytest.fixture(params=["sync", "async"])
+def mode(request: pytest.FixtureRequest) -> str:
+    value: str = request.param
+    return value
+
+
+@pytest.fixture
+def connect(
+    mode: str, serve: Callable[[Handler], ScriptedServer]
+) -> Iterator[Callable[..., Runner]]:
+    """Makes clients (of the test's mode); closed before the servers are."""
+    runners: list[Runner] = []
+
+    def make(server: ScriptedServer, **options: Any) -> Runner:
+        runner = Runner(mode, server.url, **options)
+        runners.append(runner)
+        return runner
+
+    yield make
+    for runner in runners:
+        runner.close()
+
+
+Respond = Callable[[Peer, Request, int], None]
+
+
+def answer(peer: Peer, request: Request, _n: int = 0) -> None:
+    """The default response: live=True."""
+    peer.send_response(request.stream_id)
+
+
+def serve_requests(peer: Peer, respond: Respond = answer) -> None:
+    """Call ``respond(peer, request, n)`` for the n-th request of the connection until the
+    client closes it."""
+    n = 0
+    while (request := peer.read_request()) is not None:
+        respond(peer, request, n)
+        n += 1
+
+
+def each_request(respond: Respond = answer) -> Handler:
+    """A handler that handshakes, then serves every request with ``respond``."""
+
+    def handler(peer: Peer) -> None:
+        peer.handshake()
+        serve_requests(peer, respond)
+
+    return handler
+
+
+def on_first(first: Respond, then: Respond = answer) -> Handler:
+    """``first`` for the first request of connection 0, ``then`` for all others."""
+
+    def respond(peer: Peer, request: Request, n: int) -> None:
+        (first if peer.index == 0 and n == 0 else then)(peer, request, n)
+
+    return each_request(respond)
+
+
+Serve = Callable[[Handler], ScriptedServer]
+Connect = Callable[..., Runner]
+
+
+# ------------------------------------------------------------------ 1. the normal answer
+
+
+def test_normal_answer_and_request_headers(serve: Serve, connect: Connect) -> None:
+    """A well-formed answer works; the request carries gRPC's headers, the deadline as
+    grpc-timeout, and the client's metadata."""
+    server = serve(each_request())
+    client = connect(server, timeout=7.0, headers={"x-a": "b"})
+    assert client.live() is True
+    (request,) = server.peers[0].requests
+    names = [name for name, _ in request.headers]
+    first_regular = next(i for i, name in enumerate(names) if not name.startswith(":"))
+    assert all(not name.startswith(":") for name in names[first_regular:]), names
+    assert request.header(":method") == "POST"
+    assert request.header(":scheme") == "http"
+    assert request.header(":path") == LIVE
+    assert request.header(":authority") == f"127.0.0.1:{server.port}"
+    assert request.header("te") == "trailers"
+    assert request.header("content-type") == "application/grpc"
+    timeout = request.header("grpc-timeout")
+    assert timeout is not None
+    assert parse_grpc_timeout(timeout) == pytest.approx(7.0, abs=1e-6)
+    assert request.header("x-a") == "b"
+    assert request.message == b""
+
+
+def test_response_metadata_and_continuation_frames(serve: Serve, connect: Connect) -> None:
+    """Headers and trailers split across CONTINUATION frames are reassembled; their
+    metadata comes back without pseudo-headers."""
+
+    def respond(peer: Peer, request: Request, _n: int) -> None:
+        peer.send_headers(request.stream_id, [*GRPC_OK_HEADERS, ("x-h", "1" * 50)], pieces=3)
+        peer.send_data(request.stream_id, grpc_message(b"reply"))
+        peer.send_trailers(request.stream_id, extra=[("x-t", "2" * 50)], pieces=4)
+
+    server = serve(each_request(respond))
+    client = connect(server)
+    reply, metadata = client.unary(b"hello", want_metadata=True)
+    assert reply == b"reply"
+    assert ("x-h", "1" * 50) in metadata
+    assert ("x-t", "2" * 50) in metadata
+    assert ("grpc-status", "0") in metadata
+    assert not [name for name, _ in metadata if name.startswith(":")]
+    assert server.peers[0].requests[0].message == b"hello"
+
+
+def test_sequential_calls_share_one_connection(serve: Serve, connect: Connect) -> None:
+    """Calls one after another reuse the pooled connection (the baseline for the tests that
+    expect a new one)."""
+    server = serve(each_request())
+    client = connect(server)
+    for _ in range(3):
+        assert client.live() is True
+    assert server.accepted == 1
+    assert [r.stream_id for r in server.peers[0].requests] == [1, 3, 5]
+
+
+# ---------------------------------------------------------------------------- 2. GOAWAY
+
+
+def goaway_and_close(peer: Peer, request: Request, _n: int = 0) -> None:
+    """Refuse the call: GOAWAY naming no processed stream, then close."""
+    peer.send_goaway(0)
+    peer.close_gracefully()
+
+
+def test_goaway_refused_call_is_retried(serve: Serve, connect: Connect) -> None:
+    """A call refused by GOAWAY(last_stream_id=0) is retried once on a new connection."""
+    server = serve(on_first(goaway_and_close))
+    client = connect(server)
+    assert client.live() is True
+    assert server.accepted == 2
+    assert len(server.peers[1].requests) == 1
+
+
+def test_goaway_twice_is_transport_error(serve: Serve, connect: Connect) -> None:
+    """A call refused on the retry's connection as well fails with TransportError."""
+    server = serve(each_request(goaway_and_close))
+    client = connect(server)
+    with pytest.raises(TransportError, match="closed the connection before the call started"):
+        client.live()
+    assert server.accepted == 2
+
+
+def test_graceful_goaway_lets_the_call_finish(serve: Serve, connect: Connect) -> None:
+    """GOAWAY(NO_ERROR) naming the call's stream: the call completes, and the next call
+    goes to a new connection."""
+
+    def respond(peer: Peer, request: Request, _n: int) -> None:
+        peer.send_goaway(request.stream_id)
+        peer.send_response(request.stream_id)
+        peer.read_until_closed()  # the client closes it: no new stream may start here
+
+    server = serve(on_first(respond))
+    client = connect(server)
+    assert client.live() is True
+    assert client.live() is True
+    assert server.accepted == 2
+    assert [len(peer.requests) for peer in server.peers] == [1, 1]
+
+
+def test_goaway_while_idle_moves_to_a_new_connection(serve: Serve, connect: Connect) -> None:
+    """A GOAWAY received while the connection sat idle in the pool retires it: the next call
+    opens a new connection and succeeds."""
+    sent = threading.Event()
+
+    def respond(peer: Peer, request: Request, _n: int) -> None:
+        peer.send_response(request.stream_id)
+        peer.send_goaway(request.stream_id)
+        sent.set()
+        peer.read_until_closed()
+
+    server = serve(on_first(respond))
+    client = connect(server)
+    assert client.live() is True
+    assert sent.wait(IO_TIMEOUT)
+    client.pause(0.1)
+    assert client.live() is True
+    assert server.accepted == 2
+    assert [len(peer.requests) for peer in server.peers] == [1, 1]
+
+
+# ----------------------------------------------------------- 3. stale pooled connections
+
+
+def test_idle_connection_closed_by_server(serve: Serve, connect: Connect) -> None:
+    """A pooled connection the server closed while idle is noticed; the next call succeeds on
+    a new connection."""
+    closing = threading.Event()
+
+    def respond(peer: Peer, request: Request, _n: int) -> None:
+        peer.send_response(request.stream_id)
+        closing.set()
+        peer.close_gracefully()
+
+    server = serve(on_first(respond))
+    client = connect(server)
+    assert client.live() is True
+    assert closing.wait(IO_TIMEOUT)
+    client.pause(0.1)
+    assert client.live() is True
+    assert server.accepted == 2
+
+
+@pytest.mark.parametrize(
+    "mode",
+    [
+        "sync",
+        "async",
+    ],
+)
+def test_reused_connection_closed_before_answer_is_retried(serve: Serve, connect: Connect) -> None:
+    """A pooled connection that turns out closed before the call got any answer (the server
+    closed it as the request went out) is retried on a new connection, as the module
+    documents."""
+
+    def respond(peer: Peer, request: Request, n: int) -> None:
+        if n == 0:
+            peer.send_response(request.stream_id)
+        else:
+            peer.close_gracefully()
+
+    server = serve(each_request(respond))
+    client = connect(server)
+    assert client.live() is True
+    assert client.live() is True
+    assert server.accepted == 2
+
+
+def test_fresh_connection_closed_mid_call_is_transport_error(
+    serve: Serve, connect: Connect
+) -> None:
+    """A new connection closed after the request arrived is not retried: TransportError;
+    the client stays usable."""
+
+    def respond(peer: Peer, request: Request, _n: int) -> None:
+        peer.close_gracefully()
+
+    server = serve(on_first(respond))
+    client = connect(server)
+    with pytest.raises(TransportError, match="UNAVAILABLE"):
+        client.live()
+    assert client.live() is True
+    assert server.accepted == 2
+
+
+# ------------------------------------------------------------------------ 4. RST_STREAM
+
+
+def test_rst_stream_internal_error(serve: Serve, connect: Connect, mode: str) -> None:
+    """RST_STREAM(INTERNAL_ERROR) fails the call with TransportError naming the code; the
+    client stays usable (async: on the same connection)."""
+
+    def reset(peer: Peer, request: Request, _n: int) -> None:
+        peer.send_rst_stream(request.stream_id, ErrorCode.INTERNAL_ERROR)
+
+    server = serve(on_first(reset))
+    client = connect(server)
+    with pytest.raises(TransportError, match="INTERNAL_ERROR"):
+        client.live()
+    assert client.live() is True
+    assert server.accepted == (2 if mode == "sync" else 1)
+
+
+def test_rst_stream_refused_is_retried(serve: Serve, connect: Connect) -> None:
+    """A stream the server refused with RST_STREAM(REFUSED_STREAM) is retried (gRPC's
+    transparent retry; grpcio does it)."""
+
+    def refuse(peer: Peer, request: Request, _n: int) -> None:
+        peer.send_rst_stream(request.stream_id, ErrorCode.REFUSED_STREAM)
+
+    server = serve(on_first(refuse))
+    client = connect(server)
+    assert client.live() is True
+
+
+# ---------------------------------------------------------- 5-6. error statuses
+
+
+@pytest.mark.parametrize(
+    ("status", "code"),
+    [(404, "UNIMPLEMENTED"), (503, "UNAVAILABLE"), (401, "UNAUTHENTICATED"), (500, "UNKNOWN")],
+)
+@pytest.mark.parametrize("with_body", [False, True], ids=["trailers-only", "body"])
+def test_http_error_status(
+    serve: Serve, connect: Connect, status: int, code: str, with_body: bool
+) -> None:
+    """A non-gRPC HTTP error (text/plain, no grpc-status) maps to gRPC's code for the HTTP
+    status, whether it ends in its headers or carries a body; the client stays usable."""
+
+    def respond(peer: Peer, request: Request, _n: int) -> None:
+        headers = [(":status", str(status)), ("content-type", "text/plain")]
+        peer.send_headers(request.stream_id, headers, end_stream=not with_body)
+        if with_body:
+            peer.send_data(request.stream_id, b"not here\n", end_stream=True)
+
+    server = serve(on_first(respond))
+    client = connect(server)
+    with pytest.raises(ServerError) as caught:
+        client.server_metadata()
+    assert caught.value.grpc_code == code
+    assert str(status) in caught.value.message
+    assert client.live() is True
+
+
+def test_trailers_only_error_status(serve: Serve, connect: Connect) -> None:
+    """A trailers-only answer with grpc-status 5 is NOT_FOUND, its percent-encoded
+    grpc-message decoded."""
+
+    def respond(peer: Peer, request: Request, _n: int) -> None:
+        headers = [
+            *GRPC_OK_HEADERS,
+            ("grpc-status", "5"),
+            ("grpc-message", "no%20such%20model%3A%20x"),
+        ]
+        peer.send_headers(request.stream_id, headers, end_stream=True)
+
+    server = serve(on_first(respond))
+    client = connect(server)
+    with pytest.raises(ServerError) as caught:
+        client.server_metadata()
+    assert caught.value.grpc_code == "NOT_FOUND"
+    assert caught.value.message == "no such model: x"
+    assert client.live() is True
+
+
+def test_deadline_exceeded_status(serve: Serve, connect: Connect) -> None:
+    """grpc-status 4 from the server is DeadlineExceededError."""
+
+    def respond(peer: Peer, request: Request, _n: int) -> None:
+        peer.send_headers(request.stream_id, GRPC_OK_HEADERS)
+        peer.send_trailers(request.stream_id, 4, "too%20slow")
+
+    server = serve(each_request(respond))
+    client = connect(server)
+    with pytest.raises(DeadlineExceededError, match="too slow"):
+        client.unary(b"")
+
+
+# ----------------------------------------------------------- 7. protocol violations
+
+
+@dataclass(frozen=True)
+class Violation:
+    send: Callable[[Peer, int], None]
+    goaway_code: int
+
+
+VIOLATIONS = {
+    "window-update-0-on-connection": Violation(
+        lambda peer, sid: peer.send_window_update(0, 0), ErrorCode.PROTOCOL_ERROR
+    ),
+    "data-on-stream-0": Violation(
+        lambda peer, sid: peer.send(data_frame(0, b"x")), ErrorCode.PROTOCOL_ERROR
+    ),
+    "frame-over-max-frame-size": Violation(
+        lambda peer, sid: peer.send(frame_header((1 << 20) + 1, DATA, 0, sid)),
+        ErrorCode.FRAME_SIZE_ERROR,
+    ),
+    "undecodable-hpack": Violation(
+        lambda peer, sid: peer.send(frame(HEADERS, FLAG_END_HEADERS, sid, b"\x80")),
+        ErrorCode.COMPRESSION_ERROR,
+    ),
+    "hpack-unknown-index": Violation(
+        lambda peer, sid: peer.send(frame(HEADERS, FLAG_END_HEADERS, sid, b"\xff\x10")),
+        ErrorCode.COMPRESSION_ERROR,
+    ),
+    "headers-on-even-stream": Violation(
+        lambda peer, sid: peer.send(frame(HEADERS, FLAG_END_HEADERS, 2, b"\x88")),
+        ErrorCode.PROTOCOL_ERROR,
+    ),
+    "data-padding-too-long": Violation(
+        lambda peer, sid: peer.send(frame(DATA, FLAG_PADDED, sid, b"\x05abc")),
+        ErrorCode.PROTOCOL_ERROR,
+    ),
+    "settings-bad-length": Violation(
+        lambda peer, sid: peer.send_frame(SETTINGS, 0, 0, b"\x00\x01\x00"),
+        ErrorCode.FRAME_SIZE_ERROR,
+    ),
+    "push-promise": Violation(
+        lambda peer, sid: peer.send_frame(PUSH_PROMISE, FLAG_END_HEADERS, sid, _U32.pack(2)),
+        ErrorCode.PROTOCOL_ERROR,
+    ),
+    "continuation-without-headers": Violation(
+        lambda peer, sid: peer.send_frame(CONTINUATION, FLAG_END_HEADERS, sid, b"\x88"),
+        ErrorCode.PROTOCOL_ERROR,
+    ),
+    "headers-interrupted": Violation(
+        lambda peer, sid: peer.send(frame(HEADERS, 0, sid, b"\x88") + frame(PING, 0, 0, bytes(8))),
+        ErrorCode.PROTOCOL_ERROR,
+    ),
+    "ping-wrong-length": Violation(
+        lambda peer, sid: peer.send_frame(PING, 0, 0, b"1234"), ErrorCode.FRAME_SIZE_ERROR
+    ),
+}
+
+
+@pytest.mark.parametrize("name", VIOLATIONS)
+def test_protocol_violation(serve: Serve, connect: Connect, name: str) -> None:
+    """An HTTP/2 violation fails the call with ProtocolError (no other type), the client sends
+    GOAWAY with the matching error code, and the next call works on a new connection."""
+    violation = VIOLATIONS[name]
+    goaways: list[Frame] = []
+
+    def respond(peer: Peer, request: Request, _n: int) -> None:
+        violation.send(peer, request.stream_id)
+        goaways.extend(f for f in peer.read_until_closed() if f.kind == GOAWAY)
+
+    server = serve(on_first(respond))
+    client = connect(server)
+    with pytest.raises(ProtocolError):
+        client.live()
+    assert client.live() is True
+    assert server.accepted == 2
+    assert len(goaways) == 1
+    assert _GOAWAY.unpack_from(goaways[0].payload)[1] == violation.goaway_code
+
+
+def _data_before_headers(peer: Peer, sid: int) -> None:
+    peer.send_data(sid, grpc_message(b"x"))
+
+
+def _second_header_block_not_ending(peer: Peer, sid: int) -> None:
+    peer.send_headers(sid, GRPC_OK_HEADERS)
+    peer.send_headers(sid, [("x-more", "1")])
+
+
+def _compressed_flag_2(peer: Peer, sid: int) -> None:
+    peer.send_headers(sid, GRPC_OK_HEADERS)
+    peer.send_data(sid, b"\x02\x00\x00\x00\x01x")
+
+
+def _headers_without_status(peer: Peer, sid: int) -> None:
+    peer.send_headers(sid, [("content-type", "application/grpc")])
+
+
+GRPC_VIOLATIONS: dict[str, Callable[[Peer, int], None]] = {
+    "data-before-headers": _data_before_headers,
+    "second-header-block-not-ending": _second_header_block_not_ending,
+    "compressed-flag-2": _compressed_flag_2,
+    "headers-without-status": _headers_without_status,
+}
+
+
+@pytest.mark.parametrize("name", GRPC_VIOLATIONS)
+def test_grpc_violation(serve: Serve, connect: Connect, name: str) -> None:
+    """A response that is valid HTTP/2 but not valid gRPC fails with ProtocolError; the
+    client stays usable."""
+
+    def respond(peer: Peer, request: Request, _n: int) -> None:
+        GRPC_VIOLATIONS[name](peer, request.stream_id)
+
+    server = serve(on_first(respond))
+    client = connect(server)
+    with pytest.raises(ProtocolError):
+        client.live()
+    assert client.live() is True
+
+
+# -------------------------------------------------------------------------- 8. HTTP/1.x
+
+
+def test_http1_answer(serve: Serve, connect: Connect) -> None:
+    """An HTTP/1.1 server's answer is a ProtocolError that says so; the client stays usable."""
+
+    def handler(peer: Peer) -> None:
+        if peer.index:
+            each_request()(peer)
+            return
+        peer.read_preface()
+        peer.send(
+            b"HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain\r\nContent-Length: 11\r\n"
+            b"Connection: close\r\n\r\nBad Request"
+        )
+        peer.close_gracefully()
+
+    server = serve(handler)
+    client = connect(server)
+    with pytest.raises(ProtocolError, match=r"HTTP/1\.x"):
+        client.live()
+    assert client.live() is True
+
+
+# -------------------------------------------------------------------------- 9. deadlines
+
+BIG_REQUEST = 300_000
+
+
+@dataclass
+class FlowRecord:
+    before_update: int = 0
+    during_wait: int = 0
+    largest_frame: int = 0
+    ping_ack: bytes | None = None
+    body: bytes = b""
+
+
+def read_window(peer: Peer, request: Request, record: FlowRecord) -> None:
+    """Read DATA until the client's initial 65,535-byte window is used up."""
+    while record.before_update < DEFAULT_WINDOW and not request.ended:
+        got = peer._next()
+        assert got.kind == DATA, got
+        assert got.stream_id == request.stream_id, got
+        request.body += got.payload
+        request.ended = bool(got.flags & FLAG_END_STREAM)
+        record.before_update += len(got.payload)
+        record.largest_frame = max(record.largest_frame, len(got.payload))
+
+
+def test_deadline_when_server_never_answers(serve: Serve, connect: Connect, mode: str) -> None:
+    """No answer: DeadlineExceededError after about the timeout, then the client works
+    again (async: on the same connection, whose stream it reset with CANCEL)."""
+    server = serve(on_first(lambda peer, request, n: None))
+    client = connect(server)
+    started = time.monotonic()
+    with pytest.raises(DeadlineExceededError):
+        client.live(timeout=0.5)
+    elapsed = time.monotonic() - started
+    assert 0.45 <= elapsed < 0.5 + 2.0
+    assert client.live() is True
+    if mode == "sync":
+        assert server.accepted == 2
+    else:
+        assert server.accepted == 1
+        resets = [f for f in server.peers[0].received if f.kind == RST_STREAM]
+        assert [(f.stream_id, _U32.unpack(f.payload)[0]) for f in resets] == [(1, ErrorCode.CANCEL)]
+
+
+def test_deadline_while_headers_arrived(serve: Serve, connect: Connect) -> None:
+    """Headers but no message or trailers: the deadline still ends the call."""
+
+    def respond(peer: Peer, request: Request, _n: int) -> None:
+        peer.send_headers(request.stream_id, GRPC_OK_HEADERS)
+        peer.send_data(request.stream_id, grpc_message(b"abc")[:6])
+
+    server = serve(on_first(respond))
+    client = connect(server)
+    started = time.monotonic()
+    with pytest.raises(DeadlineExceededError):
+        client.unary(b"", timeout=0.5)
+    assert time.monotonic() - started < 2.5
+    assert client.live() is True
+
+
+def test_deadline_while_request_blocked_by_flow_control(serve: Serve, connect: Connect) -> None:
+    """A request the server's window never lets through ends at its deadline."""
+
+    def handler(peer: Peer) -> None:
+        peer.handshake()
+        if peer.index == 0:
+            request = peer.read_headers()
+            assert request is not None
+            read_window(peer, request, FlowRecord())
+            # Credit the connection (not the stream): the next call can go out here.
+            peer.send_window_update(0, DEFAULT_WINDOW)
+        serve_requests(peer)
+
+    server = serve(handler)
+    client = connect(server)
+    started = time.monotonic()
+    with pytest.raises(DeadlineExceededError):
+        client.unary(b"a" * 200_000, timeout=0.5)
+    assert time.monotonic() - started < 2.5
+    assert client.live() is True
+
+
+# ------------------------------------------------------------------- 10. response framing
+
+
+BIG = random.Random(1234).randbytes(1 << 20)
+
+
+def _split_response(stream_id: int, message: bytes) -> bytes:
+    """``message`` as many small DATA frames, every third padded, the 5-byte prefix split
+    across the first two."""
+    body = grpc_message(message)
+    frames = [data_frame(stream_id, body[:2], pad=3), data_frame(stream_id, body[2:1000])]
+    sizes = [1, 7, 4096, 16384, 333, 9000, 2]
+    pos, i = 1000, 0
+    while pos < len(body):
+        size = sizes[i % len(sizes)]
+        pad = (i * 37) % 256 if i % 3 == 0 else None
+        frames.append(data_frame(stream_id, body[pos : pos + size], pad=pad))
+        pos += size
+        i += 1
+    return b"".join(frames)
+
+
+def test_large_response_in_small_padded_frames(serve: Serve, connect: Connect) -> None:
+    """A 1 MiB message in hundreds of small DATA frames, some padded, its prefix split, the
+    first bytes trickled a few at a time (frame headers split across reads), arrives intact."""
+
+    def respond(peer: Peer, request: Request, _n: int) -> None:
+        peer.send_headers(request.stream_id, GRPC_OK_HEADERS)
+        data = _split_response(request.stream_id, BIG)
+        trickle = 301
+        for pos in range(0, trickle, 7):
+            peer.send(data[pos : min(pos + 7, trickle)])
+            time.sleep(0.001)
+        peer.send(data[trickle:])
+        peer.send_trailers(request.stream_id)
+
+    server = serve(each_request(respond))
+    client = connect(server)
+    reply, _ = client.unary(b"", timeout=10.0)
+    assert len(reply) == len(BIG)
+    assert reply == BIG
+
+
+@pytest.mark.parametrize("encoding", ["gzip", "deflate"])
+def test_compressed_response(serve: Serve, connect: Connect, encoding: str) -> None:
+    """A message with the compressed flag is decompressed per grpc-encoding."""
+    payload = b"tensor bytes " * 5000
+    compressed = gzip.compress(payload) if encoding == "gzip" else zlib.compress(payload)
+
+    def respond(peer: Peer, request: Request, _n: int) -> None:
+        peer.send_headers(request.stream_id, [*GRPC_OK_HEADERS, ("grpc-encoding", encoding)])
+        peer.send_data(request.stream_id, grpc_message(compressed, compressed=True))
+        peer.send_trailers(request.stream_id)
+
+    server = serve(each_request(respond))
+    client = connect(server)
+    reply, _ = client.unary(b"")
+    assert reply == payload
+    assert server.peers[0].requests[0].header("grpc-accept-encoding") == "identity,deflate,gzip"
+
+
+def test_compressed_response_unknown_encoding(serve: Serve, connect: Connect) -> None:
+    """A compressed message in an encoding the client cannot decode is ServerError INTERNAL
+    naming the encoding; the client stays usable."""
+
+    def respond(peer: Peer, request: Request, _n: int) -> None:
+        peer.send_headers(request.stream_id, [*GRPC_OK_HEADERS, ("grpc-encoding", "snappy")])
+        peer.send_data(request.stream_id, grpc_message(b"\x01\x02\x03", compressed=True))
+        peer.send_trailers(request.stream_id)
+
+    server = serve(on_first(respond))
+    client = connect(server)
+    with pytest.raises(ServerError, match="snappy") as caught:
+        client.unary(b"")
+    assert caught.value.grpc_code == "INTERNAL"
+    assert client.live() is True
+
+
+def test_corrupt_compressed_response(serve: Serve, connect: Connect) -> None:
+    """A gzip message that does not decompress is a ProtocolError."""
+
+    def respond(peer: Peer, request: Request, _n: int) -> None:
+        peer.send_headers(request.stream_id, [*GRPC_OK_HEADERS, ("grpc-encoding", "gzip")])
+        peer.send_data(request.stream_id, grpc_message(b"not gzip at all", compressed=True))
+        peer.send_trailers(request.stream_id)
+
+    server = serve(on_first(respond))
+    client = connect(server)
+    with pytest.raises(ProtocolError, match="gzip"):
+        client.unary(b"")
+    assert client.live() is True
+
+
+# ------------------------------------------------------------- 11. message count
+
+
+def test_two_messages_is_protocol_error(serve: Serve, connect: Connect) -> None:
+    """A unary call answered with two messages is a ProtocolError."""
+
+    def respond(peer: Peer, request: Request, _n: int) -> None:
+        peer.send_headers(request.stream_id, GRPC_OK_HEADERS)
+        peer.send_data(request.stream_id, grpc_message(b"one") + grpc_message(b"two"))
+        peer.send_trailers(request.stream_id)
+
+    server = serve(on_first(respond))
+    client = connect(server)
+    with pytest.raises(ProtocolError, match="2 messages"):
+        client.unary(b"")
+    assert client.live() is True
+
+
+def test_no_message_is_protocol_error(serve: Serve, connect: Connect) -> None:
+    """A unary call answered with status 0 but no message is a ProtocolError."""
+
+    def respond(peer: Peer, request: Request, _n: int) -> None:
+        peer.send_headers(request.stream_id, GRPC_OK_HEADERS)
+        peer.send_trailers(request.stream_id)
+
+    server = serve(on_first(respond))
+    client = connect(server)
+    with pytest.raises(ProtocolError, match="0 messages"):
+        client.unary(b"")
+    assert client.live() is True
+
+
+def test_stream_ending_inside_a_message(serve: Serve, connect: Connect) -> None:
+    """Trailers while a message is incomplete: ServerError INTERNAL."""
+
+    def respond(peer: Peer, request: Request, _n: int) -> None:
+        peer.send_headers(request.stream_id, GRPC_OK_HEADERS)
+        peer.send_data(request.stream_id, grpc_message(b"0123456789")[:8])
+        peer.send_trailers(request.stream_id)
+
+    server = serve(on_first(respond))
+    client = connect(server)
+    with pytest.raises(ServerError, match="inside a message") as caught:
+        client.unary(b"")
+    assert caught.value.grpc_code == "INTERNAL"
+
+
+def test_missing_trailers_is_internal(serve: Serve, connect: Connect) -> None:
+    """A gRPC response whose DATA ends the stream without trailers has no status: INTERNAL."""
+
+    def respond(peer: Peer, request: Request, _n: int) -> None:
+        peer.send_headers(request.stream_id, GRPC_OK_HEADERS)
+        peer.send_data(request.stream_id, grpc_message(LIVE_REPLY), end_stream=True)
+
+    server = serve(on_first(respond))
+    client = connect(server)
+    with pytest.raises(ServerError, match="grpc-status") as caught:
+        client.unary(b"")
+    assert caught.value.grpc_code == "INTERNAL"
+
+
+# -------------------------------------------------------------------------- 12. PING
+
+
+def test_ping_during_call_is_acknowledged(serve: Serve, connect: Connect) -> None:
+    """A PING from the server mid-call is answered (same payload) before the call ends."""
+    acks: list[bytes | None] = []
+
+    def respond(peer: Peer, request: Request, _n: int) -> None:
+        peer.send_headers(request.stream_id, GRPC_OK_HEADERS)
+        peer.send_ping(b"pingpong")
+        ack = peer.wait_for(PING, 2.0, FLAG_ACK)
+        acks.append(ack.payload if ack is not None else None)
+        peer.send_data(request.stream_id, grpc_message(LIVE_REPLY))
+        peer.send_trailers(request.stream_id)
+
+    server = serve(each_request(respond))
+    client = connect(server)
+    assert client.live() is True
+    assert acks == [b"pingpong"]
+
+
+def test_ping_while_idle_is_acknowledged(serve: Serve, connect: Connect) -> None:
+    """A PING that reaches a pooled connection between calls is answered (sync: when the
+    next call takes the connection, before its request), and the connection stays in use."""
+    acks: list[bytes | None] = []
+
+    def respond(peer: Peer, request: Request, n: int) -> None:
+        peer.send_response(request.stream_id)
+        if n == 0:
+            peer.send_ping(b"idle-png")
+            ack = peer.wait_for(PING, 2.0, FLAG_ACK)
+            acks.append(ack.payload if ack is not None else None)
+
+    server = serve(each_request(respond))
+    client = connect(server)
+    assert client.live() is True
+    client.pause(0.1)
+    assert client.live() is True
+    assert acks == [b"idle-png"]
+    assert server.accepted == 1
+
+
+# ------------------------------------------------------------ 13. request flow control
+
+
+def test_large_request_waits_for_the_window(serve: Serve, connect: Connect) -> None:
+    """A 300 KB request stops at the initial 65,535-byte window, in frames no larger than
+    16,384 bytes, until the server opens the window; then the whole body arrives intact."""
+    record = FlowRecord()
+
+    def handler(peer: Peer) -> None:
+        peer.handshake()
+        request = peer.read_headers()
+        assert request is not None
+        read_window(peer, request, record)
+        extra = [f for f in peer.frames_for(0.3) if f.kind == DATA]
+        for got in extra:
+            request.body += got.payload
+            record.during_wait += len(got.payload)
+        peer.send_window_update(0, 1 << 20)
+        peer.send_window_update(request.stream_id, 1 << 20)
+        peer.read_body(request)
+        record.body = bytes(request.body)
+        peer.send_response(request.stream_id, b"ok")
+        peer.read_until_closed()
+
+    server = serve(handler)
+    client = connect(server)
+    reply, _ = client.unary(b"a" * BIG_REQUEST)
+    assert reply == b"ok"
+    assert record.before_update == DEFAULT_WINDOW
+    assert record.during_wait == 0
+    assert record.largest_frame <= 16_384
+    assert record.body == grpc_message(b"a" * BIG_REQUEST)
+
+
+@pytest.mark.parametrize(
+    "mode",
+    [
+        "sync",
+        "async",
+    ],
+)
+def test_ping_while_request_blocked_by_flow_control(serve: Serve, connect: Connect) -> None:
+    """A PING sent while the client waits for send window is answered at once (RFC 9113
+    6.7), not only after the window opens."""
+    record = FlowRecord()
+
+    def handler(peer: Peer) -> None:
+        peer.handshake()
+        request = peer.read_headers()
+        assert request is not None
+        read_window(peer, request, record)
+        peer.send_ping(b"blocked!")
+        ack = peer.wait_for(PING, 1.0, FLAG_ACK)
+        record.ping_ack = ack.payload if ack is not None else None
+        peer.send_window_update(0, 1 << 20)
+        peer.send_window_update(request.stream_id, 1 << 20)
+        peer.read_body(request)
+        peer.send_response(request.stream_id, b"ok")
+        peer.read_until_closed()
+
+    server = serve(handler)
+    client = connect(server)
+    reply, _ = client.unary(b"a" * BIG_REQUEST)
+    assert reply == b"ok"
+    assert record.ping_ack == b"blocked!"
+
+
+@pytest.mark.parametrize(
+    "mode",
+    [
+        "sync",
+        "async",
+    ],
+)
+@pytest.mark.parametrize("answer_with", ["trailers-only", "rst-stream"])
+def test_early_answer_while_request_blocked(
+    serve: Serve, connect: Connect, answer_with: str
+) -> None:
+    """The server rejects a large request after reading part of it, without opening the
+    window: the call ends at once with that answer (it does not wait for the window)."""
+
+    def handler(peer: Peer) -> None:
+        peer.handshake()
+        request = peer.read_headers()
+        assert request is not None
+        read_window(peer, request, FlowRecord())
+        if answer_with == "trailers-only":
+            headers = [*GRPC_OK_HEADERS, ("grpc-status", "8"), ("grpc-message", "too%20big")]
+            peer.send_headers(request.stream_id, headers, end_stream=True)
+        else:
+            peer.send_rst_stream(request.stream_id, ErrorCode.ENHANCE_YOUR_CALM)
+        peer.read_until_closed()
+
+    server = serve(handler)
+    client = connect(server)
+    started = time.monotonic()
+    expected = ServerError if answer_with == "trailers-only" else TransportError
+    with pytest.raises(expected) as caught:
+        client.unary(b"a" * BIG_REQUEST, timeout=30.0, guard=3.0)
+    assert time.monotonic() - started < 2.0
+    if answer_with == "trailers-only":
+        assert isinstance(caught.value, ServerError)
+        assert caught.value.grpc_code == "RESOURCE_EXHAUSTED"
+    else:
+        assert "ENHANCE_YOUR_CALM" in str(caught.value)
+
+
+# ------------------------------------------------------------------- receive limits
+
+
+@pytest.mark.parametrize(
+    ("case", "expected"),
+    [("at-limit", None), ("over-limit", ServerError), ("decompresses-over-limit", ProtocolError)],
+)
+def test_receive_limit(
+    serve: Serve, connect: Connect, case: str, expected: type[Exception] | None
+) -> None:
+    """grpc.max_receive_message_length: a message at the limit passes; a larger one is
+    RESOURCE_EXHAUSTED; a compressed one that inflates past it is a ProtocolError."""
+    limit = 100
+
+    def respond(peer: Peer, request: Request, _n: int) -> None:
+        if case == "decompresses-over-limit":
+            peer.send_headers(request.stream_id, [*GRPC_OK_HEADERS, ("grpc-encoding", "gzip")])
+            message = grpc_message(gzip.compress(bytes(10_000)), compressed=True)
+        else:
+            peer.send_headers(request.stream_id, GRPC_OK_HEADERS)
+            message = grpc_message(bytes(limit if case == "at-limit" else limit + 1))
+        peer.send_data(request.stream_id, message)
+        peer.send_trailers(request.stream_id)
+
+    server = serve(on_first(respond))
+    client = connect(server, grpc_options={"grpc.max_receive_message_length": limit})
+    if expected is None:
+        assert client.unary(b"")[0] == bytes(limit)
+        return
+    with pytest.raises(expected) as caught:
+        client.unary(b"")
+    if expected is ServerError:
+        assert isinstance(caught.value, ServerError)
+        assert caught.value.grpc_code == "RESOURCE_EXHAUSTED"
+    assert client.live() is True
+
+
+# -------------------------------------------------- async only: calls sharing a connection
+
+
+async def test_async_goaway_retries_only_unprocessed_streams(serve: Serve) -> None:
+    """GOAWAY naming stream 1 while streams 1 and 3 are in flight on one connection: stream
+    1 still completes there, stream 3 is retried on a new connection."""
+
+    def handler(peer: Peer) -> None:
+        peer.handshake()
+        if peer.index:
+            serve_requests(peer, lambda peer, request, n: peer.send_response(request.stream_id))
+            return
+        first, second = peer.read_request(), peer.read_request()
+        assert first is not None
+        assert second is not None
+        peer.send_goaway(first.stream_id)
+        peer.send_response(first.stream_id, b"processed")
+        peer.read_until_closed()
+
+    server = serve(handler)
+    async with AsyncClient(server.url, timeout=CALL_TIMEOUT) as client:
+        channel: Any = client._io
+        calls = [channel.call_unary("/x.Y/Z", b"1"), channel.call_unary("/x.Y/Z", b"2")]
+        replies = await asyncio.wait_for(asyncio.gather(*calls), GUARD)
+    assert sorted(reply for reply, _ in replies) == [LIVE_REPLY, b"processed"]
+    assert server.accepted == 2
+    assert [len(peer.requests) for peer in server.peers] == [2, 1]
+
+
+async def test_async_max_concurrent_streams_opens_another_connection(serve: Serve) -> None:
+    """With the server's SETTINGS_MAX_CONCURRENT_STREAMS at 1, a second concurrent call
+    opens a second connection instead of exceeding the limit."""
+    most = [0]
+
+    def handler(peer: Peer) -> None:
+        peer.handshake([(Setting.MAX_CONCURRENT_STREAMS, 1)])
+        open_streams: set[int] = set()
+        while (request := peer.read_request()) is not None:
+            open_streams.add(request.stream_id)
+            most[0] = max(most[0], len(open_streams))
+            time.sleep(0.05)  # the calls overlap
+            peer.send_response(request.stream_id)
+            open_streams.discard(request.stream_id)
+
+    server = serve(handler)
+    async with AsyncClient(server.url, timeout=CALL_TIMEOUT) as client:
+        assert await client.is_server_live()  # the client learns the limit
+        results = await asyncio.wait_for(
+            asyncio.gather(client.is_server_live(), client.is_server_live()), GUARD
+        )
+    assert list(results) == [True, True]
+    assert server.accepted == 2
+    assert most[0] == 1

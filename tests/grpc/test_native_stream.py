@@ -1,0 +1,329 @@
+"""Streaming calls of the native transport (:mod:`kserve_v2.grpc.native_stream`) against the
+scripted HTTP/2 server of ``test_native``: flow control, resets, deadlines, cancelling, a lost
+connection, a trailers-only error. Each test drives the channel's ``open_stream`` call in both
+modes: sync (a reader thread iterates while the test sends) and asyncio."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import struct
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+
+import pytest
+
+from kserve_v2 import DeadlineExceededError, KServeError, ServerError, TransportError
+from kserve_v2.client.endpoint import parse_url
+from kserve_v2.grpc.channel import channel_config
+from kserve_v2.grpc.native import AsyncNativeGRPCChannel, NativeGRPCChannel
+from kserve_v2.h2.frames import DATA, DEFAULT_WINDOW, FLAG_END_STREAM, RST_STREAM, ErrorCode
+from tests.grpc.test_native import (
+    GRPC_OK_HEADERS,
+    GUARD,
+    Handler,
+    Peer,
+    ScriptedServer,
+    grpc_message,
+    parse_grpc_timeout,
+)
+
+METHOD = "/inference.GRPCInferenceService/ModelStreamInfer"
+
+
+@pytest.fixture
+def serve() -> Iterator[Callable[[Handler], ScriptedServer]]:
+    """Starts scripted servers; fails the test on handler errors."""
+    servers: list[ScriptedServer] = []
+
+    def start(handler: Handler) -> ScriptedServer:
+        servers.append(ScriptedServer(handler))
+        return servers[-1]
+
+    yield start
+    problems = [problem for server in servers for problem in server.close()]
+    if problems:
+        pytest.fail("scripted server:\n" + "\n".join(problems), pytrace=False)
+
+
+@pytest.fixture(params=["sync", "async"])
+def mode(request: pytest.FixtureRequest) -> str:
+    value: str = request.param
+    return value
+
+
+@dataclass
+class Outcome:
+    """What the client saw of one streaming call."""
+
+    messages: list[bytes] = field(default_factory=list)
+    error: KServeError | None = None
+    send_error: KServeError | None = None
+    status: str | None = None
+
+
+def exchange(
+    mode: str,
+    url: str,
+    requests: list[bytes] = [],  # noqa: B006 (never mutated)
+    *,
+    timeout: float | None = None,
+    half_close: bool = True,
+    cancel_after: int | None = None,
+) -> Outcome:
+    """Run one streaming call: send ``requests`` (then half-close) while reading every
+    response; the reader cancels the call after ``cancel_after`` messages."""
+    config = channel_config(parse_url(url))
+    out = Outcome()
+    if mode == "sync":
+        channel = NativeGRPCChannel(config)
+        call = channel.open_stream(METHOD, timeout=timeout)
+
+        def read() -> None:
+            try:
+                for message in call:
+                    out.messages.append(bytes(message))
+                    if len(out.messages) == cancel_after:
+                        call.cancel()
+            except KServeError as exc:
+                out.error = exc
+
+        reader = threading.Thread(target=read)
+        reader.start()
+        try:
+            for request in requests:
+                call.send(request)
+            if half_close:
+                call.done_sending()
+        except KServeError as exc:
+            out.send_error = exc
+        reader.join(GUARD)
+        assert not reader.is_alive(), "the stream's reader hangs"
+        out.status = call.status
+        channel.close()
+        return out
+
+    async def run() -> None:
+        channel = AsyncNativeGRPCChannel(config)
+        call = channel.open_stream(METHOD, timeout=timeout)
+
+        async def read() -> None:
+            try:
+                while (message := await call.read()) is not None:
+                    out.messages.append(bytes(message))
+                    if len(out.messages) == cancel_after:
+                        call.cancel()
+            except KServeError as exc:
+                out.error = exc
+
+        reader = asyncio.ensure_future(read())
+        try:
+            for request in requests:
+                await call.write(request)
+            if half_close:
+                await call.done_writing()
+        except KServeError as exc:
+            out.send_error = exc
+        await asyncio.wait_for(reader, GUARD)
+        out.status = call.status
+        await channel.aclose()
+
+    asyncio.run(run())
+    return out
+
+
+def split_messages(body: bytes | bytearray) -> list[bytes]:
+    """The gRPC messages of a request body."""
+    messages = []
+    pos = 0
+    while pos < len(body):
+        flag, length = struct.unpack_from(">BL", body, pos)
+        assert flag == 0
+        messages.append(bytes(body[pos + 5 : pos + 5 + length]))
+        pos += 5 + length
+    assert pos == len(body)
+    return messages
+
+
+# ------------------------------------------------------------------------------ flow control
+
+
+def test_requests_wait_for_window_updates(serve: Callable[..., ScriptedServer], mode: str) -> None:
+    """Messages far over the 64 KiB windows go out as the server grants more, never beyond."""
+    requests = [os.urandom(150_000), os.urandom(10), os.urandom(200_000)]
+
+    def handler(peer: Peer) -> None:
+        peer.handshake()
+        request = peer.read_headers()
+        assert request is not None
+        body = bytearray()
+        unacked = 0  # the stream and the connection window both start at DEFAULT_WINDOW
+        while True:
+            got = peer.read_frame()
+            if got.kind != DATA:
+                peer._answer_control(got)
+                continue
+            body += got.payload
+            unacked += len(got.payload)
+            assert unacked <= DEFAULT_WINDOW, "the client overran the flow-control window"
+            if got.flags & FLAG_END_STREAM:
+                break
+            if unacked == DEFAULT_WINDOW:  # exhausted: the client waits for this
+                peer.send_window_update(request.stream_id, unacked)
+                peer.send_window_update(0, unacked)
+                unacked = 0
+        peer.send_headers(request.stream_id, GRPC_OK_HEADERS)
+        for message in split_messages(body):  # echo each request
+            peer.send_data(request.stream_id, grpc_message(message))
+        peer.send_trailers(request.stream_id)
+        peer.read_until_closed()
+
+    server = serve(handler)
+    out = exchange(mode, server.url, requests)
+    assert (out.error, out.send_error, out.status) == (None, None, "OK")
+    assert out.messages == requests
+
+
+# ---------------------------------------------------------------------------- how calls end
+
+
+def test_server_reset_mid_stream(serve: Callable[..., ScriptedServer], mode: str) -> None:
+    def handler(peer: Peer) -> None:
+        peer.handshake()
+        request = peer.read_headers()
+        assert request is not None
+        peer.send_headers(request.stream_id, GRPC_OK_HEADERS)
+        peer.send_data(request.stream_id, grpc_message(b"one"))
+        peer.send_rst_stream(request.stream_id, ErrorCode.INTERNAL_ERROR)
+        peer.read_until_closed()
+
+    out = exchange(mode, serve(handler).url, half_close=False)
+    assert out.messages == [b"one"]
+    assert isinstance(out.error, TransportError)
+    assert "INTERNAL_ERROR" in str(out.error)
+    # gRPC's mapping of the reset code; the shared async connection reports a reset without
+    # its code, as a lost stream.
+    assert out.status == ("INTERNAL" if mode == "sync" else "UNAVAILABLE")
+
+
+def test_deadline_resets_the_stream(serve: Callable[..., ScriptedServer], mode: str) -> None:
+    seen: dict[str, object] = {}
+
+    def handler(peer: Peer) -> None:
+        peer.handshake()
+        request = peer.read_headers()
+        assert request is not None
+        seen["timeout"] = parse_grpc_timeout(request.header("grpc-timeout") or "")
+        peer.send_headers(request.stream_id, GRPC_OK_HEADERS)
+        reset = peer.wait_for(RST_STREAM, GUARD)
+        seen["reset"] = None if reset is None else struct.unpack(">L", reset.payload)[0]
+        done.set()
+        peer.read_until_closed()
+
+    done = threading.Event()
+    out = exchange(mode, serve(handler).url, timeout=0.3, half_close=False)
+    assert done.wait(GUARD)
+    assert isinstance(out.error, DeadlineExceededError)
+    assert out.status == "DEADLINE_EXCEEDED"
+    assert 0.2 < float(seen["timeout"]) <= 0.3  # type: ignore[arg-type]
+    assert seen["reset"] == ErrorCode.CANCEL
+
+
+def test_cancel_resets_the_stream_and_ends_quietly(
+    serve: Callable[..., ScriptedServer], mode: str
+) -> None:
+    seen: dict[str, object] = {}
+
+    def handler(peer: Peer) -> None:
+        peer.handshake()
+        request = peer.read_headers()
+        assert request is not None
+        peer.send_headers(request.stream_id, GRPC_OK_HEADERS)
+        for n in range(3):
+            peer.send_data(request.stream_id, grpc_message(b"m%d" % n))
+        reset = peer.wait_for(RST_STREAM, GUARD)
+        seen["reset"] = None if reset is None else struct.unpack(">L", reset.payload)[0]
+        done.set()
+        peer.read_until_closed()
+
+    done = threading.Event()
+    out = exchange(mode, serve(handler).url, half_close=False, cancel_after=1)
+    assert done.wait(GUARD)
+    assert out.messages == [b"m0"]  # nothing is yielded after cancel()
+    assert (out.error, out.status) == (None, "CANCELLED")
+    assert seen["reset"] == ErrorCode.CANCEL
+
+
+def test_connection_lost_mid_stream(serve: Callable[..., ScriptedServer], mode: str) -> None:
+    def handler(peer: Peer) -> None:
+        peer.handshake()
+        request = peer.read_headers()
+        assert request is not None
+        peer.send_headers(request.stream_id, GRPC_OK_HEADERS)
+        peer.send_data(request.stream_id, grpc_message(b"one"))
+        peer.close_gracefully()
+
+    out = exchange(mode, serve(handler).url, half_close=False)
+    assert out.messages == [b"one"]
+    assert isinstance(out.error, TransportError)
+    assert out.status == "UNAVAILABLE"
+
+
+def test_trailers_only_error(serve: Callable[..., ScriptedServer], mode: str) -> None:
+    def handler(peer: Peer) -> None:
+        peer.handshake()
+        request = peer.read_headers()
+        assert request is not None
+        peer.send_headers(
+            request.stream_id,
+            [*GRPC_OK_HEADERS, ("grpc-status", "3"), ("grpc-message", "bad%20request")],
+            end_stream=True,
+        )
+        peer.read_until_closed()
+
+    out = exchange(mode, serve(handler).url, [b"x"])
+    assert isinstance(out.error, ServerError)
+    assert (out.error.grpc_code, out.error.message) == ("INVALID_ARGUMENT", "bad request")
+    assert out.status == "INVALID_ARGUMENT"
+
+
+def test_sending_after_the_end_fails(serve: Callable[..., ScriptedServer], mode: str) -> None:
+    """A finished call refuses further requests (with its error, or as closed)."""
+
+    def handler(peer: Peer) -> None:
+        peer.handshake()
+        request = peer.read_request()  # up to END_STREAM
+        assert request is not None
+        assert request.body == grpc_message(b"a")
+        peer.send_headers(request.stream_id, GRPC_OK_HEADERS)
+        peer.send_trailers(request.stream_id)
+        peer.read_until_closed()
+
+    out = exchange(mode, serve(handler).url, [b"a"])
+    assert (out.error, out.status) == (None, "OK")
+    config = channel_config(parse_url(serve(handler).url))
+    if mode == "sync":
+        channel = NativeGRPCChannel(config)
+        call = channel.open_stream(METHOD)
+        call.send(b"a")
+        call.done_sending()
+        assert list(call) == []
+        with pytest.raises(TransportError, match="closed"):
+            call.send(b"b")
+        call.done_sending()  # no-op
+        channel.close()
+        return
+
+    async def run() -> None:
+        channel = AsyncNativeGRPCChannel(config)
+        call = channel.open_stream(METHOD)
+        await call.write(b"a")
+        await call.done_writing()
+        assert await call.read() is None
+        with pytest.raises(TransportError, match="closed"):
+            await call.write(b"b")
+        await call.done_writing()
+        await channel.aclose()
+
+    asyncio.run(run())
