@@ -351,7 +351,7 @@ class StreamEvent:
 
 
 def decode_stream_response(
-    data: bytes, placements: Callable[[str], Placements | None] | None = None
+    data: wire.BytesLike, placements: Callable[[str], Placements | None] | None = None
 ) -> StreamEvent:
     """Decode a serialized ``ModelStreamInferResponse``.
 
@@ -359,16 +359,16 @@ def decode_stream_response(
     is matched to its request. ``placements`` maps a request id to that request's outputs in
     shared memory.
     """
-    message = wire.decode_stream_infer_response(data)
-    response = message.infer_response
-    if response is None:
-        response = wire.WireInferResponse("", "", "", {}, (), ())
-    final_value = response.parameters.get("triton_final_response")
+    error_message, fields = wire.decode_stream_infer_response_fields(data)
+    if fields is None:
+        fields = ("", "", "", {}, [], [])
+    request_id, parameters = fields[2], fields[3]
+    final_value = parameters.get("triton_final_response")
     final = final_value if isinstance(final_value, bool) else None
-    if message.error_message:
-        return StreamEvent(response.id, None, ServerError(message.error_message), final)
-    placed = placements(response.id) if placements is not None else None
-    return StreamEvent(response.id, infer_result_from_wire(response, placed), None, final)
+    if error_message:
+        return StreamEvent(request_id, None, ServerError(error_message), final)
+    placed = placements(request_id) if placements is not None else None
+    return StreamEvent(request_id, _infer_result(fields, placed), None, final)
 
 
 # --------------------------------------------------------------------- health, metadata

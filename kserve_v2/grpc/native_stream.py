@@ -69,6 +69,12 @@ _CLOSED: Final = "the stream is closed; open a new one with client.stream()"
 _CANCEL_LOCK_WAIT: Final = 0.2
 # How long a best-effort RST_STREAM may take to write.
 _GOODBYE_WAIT: Final = 0.5
+# Before sleeping in select, the reader polls the socket for this long: decoupled models send
+# responses a few hundred µs apart, and on virtual machines a thread that sleeps between them
+# lets its core idle, and waking it costs about as much again. Measured here with Triton's
+# Python backend: about 2,500 responses/s without polling, 5,000 with it, at the same client
+# CPU per response; an idle stream pays this once per wait.
+_POLL_BEFORE_SLEEP: Final = 100e-6
 _WOULD_BLOCK = (BlockingIOError, InterruptedError, ssl.SSLWantReadError, ssl.SSLWantWriteError)
 
 
@@ -343,7 +349,12 @@ class NativeStreamCall:
                     self._expire_locked()
                 return
         try:
-            select.select([conn.sock], [], [], left)
+            sock = [conn.sock]
+            until = time.perf_counter() + _POLL_BEFORE_SLEEP
+            while not select.select(sock, [], [], 0)[0]:
+                if time.perf_counter() >= until:
+                    select.select(sock, [], [], left)
+                    break
         except (OSError, ValueError):  # shut down by cancel(): the next round sees it finished
             return
 

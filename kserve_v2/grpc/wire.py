@@ -69,6 +69,7 @@ __all__ = [
     "decode_infer_response",
     "decode_infer_response_fields",
     "decode_stream_infer_response",
+    "decode_stream_infer_response_fields",
     "encode_infer_request",
     "serialize_infer_request",
     "serialize_infer_request_fields",
@@ -579,7 +580,7 @@ def _encode_fields(
 # rather than a read into the next field. `buf` is the received bytes (fast indexing) and
 # `view` a memoryview of it (zero-copy slicing); both are the same memory.
 
-_Buffer = bytes | memoryview
+_Buffer = bytes | bytearray | memoryview
 
 
 def _fail(problem: str, where: str, offset: int) -> ProtocolError:
@@ -1009,7 +1010,7 @@ def _decode_response(
 # read past the end of a message is checked against that end before anything is decoded.
 
 
-def _decode_usual_output(buf: bytes, pos: int, end: int) -> OutputTensorFields | None:
+def _decode_usual_output(buf: bytes | bytearray, pos: int, end: int) -> OutputTensorFields | None:
     """An output with only a name, a datatype and a packed shape, one-byte lengths."""
     name = datatype = ""
     shape: tuple[int, ...] = ()
@@ -1035,14 +1036,17 @@ def _decode_usual_output(buf: bytes, pos: int, end: int) -> OutputTensorFields |
     return name, datatype, shape, {}, None
 
 
-def _decode_usual_response(buf: bytes, view: memoryview) -> InferResponseFields | None:
-    """A ``ModelInferResponse`` with no unknown fields and one-byte tags."""
+def _decode_usual_response(
+    buf: bytes | bytearray, view: memoryview, pos: int = 0, end: int = -1
+) -> InferResponseFields | None:
+    """A ``ModelInferResponse`` (in ``buf[pos:end]``) with no unknown fields and one-byte
+    tags."""
     model_name = model_version = id = ""
     parameters: dict[str, ParamValue | None] = {}
     outputs: list[OutputTensorFields] = []
     raw: list[memoryview] = []
-    end = len(buf)
-    pos = 0
+    if end < 0:
+        end = len(buf)
     try:  # IndexError: a read past the end; the others: the general decoder's errors
         while pos < end:
             tag = buf[pos]
@@ -1084,8 +1088,9 @@ def _decode_usual_response(buf: bytes, view: memoryview) -> InferResponseFields 
 
 
 def _as_buffers(data: BytesLike) -> tuple[_Buffer, memoryview]:
-    if type(data) is bytes:  # what grpcio hands over, contiguous by nature
-        # Indexing bytes is faster than indexing a memoryview; both address the same memory.
+    # What grpcio (bytes) and the native transport (bytearray) hand over: contiguous by
+    # nature, and indexing them is faster than indexing a memoryview of the same memory.
+    if type(data) is bytes or type(data) is bytearray:
         return data, memoryview(data)
     view = memoryview(data)
     if not view.c_contiguous:
@@ -1113,7 +1118,7 @@ def decode_infer_response_fields(data: BytesLike) -> InferResponseFields:
     :class:`WireInferResponse` and its outputs would cost more than decoding them.
     """
     buf, view = _as_buffers(data)
-    if type(buf) is bytes:
+    if type(buf) is not memoryview:
         fields = _decode_usual_response(buf, view)
         if fields is not None:
             return fields
@@ -1122,9 +1127,37 @@ def decode_infer_response_fields(data: BytesLike) -> InferResponseFields:
     return response.fields()
 
 
+def decode_stream_infer_response_fields(
+    data: BytesLike,
+) -> tuple[str, InferResponseFields | None]:
+    """:func:`decode_stream_infer_response` as ``(error_message, response fields or None)``.
+
+    A message that is only an ``infer_response`` (every data response Triton streams) takes
+    the same shortcut as :func:`decode_infer_response_fields`; anything else the general
+    decoder.
+    """
+    buf, view = _as_buffers(data)
+    end = len(buf)
+    if type(buf) is not memoryview and end > 2 and buf[0] == 0x12:
+        try:
+            size, start = _length(buf, 1, end, "")
+        except ProtocolError:
+            size = start = -1
+        if start + size == end:
+            fields = _decode_usual_response(buf, view, start, end)
+            if fields is not None:
+                return "", fields
+    error_message, response = _decode_stream(buf, view)
+    return error_message, None if response is None else response.fields()
+
+
 def decode_stream_infer_response(data: BytesLike) -> WireStreamResponse:
     """Decode a serialized ``ModelStreamInferResponse`` (see :func:`decode_infer_response`)."""
-    buf, view = _as_buffers(data)
+    error_message, fields = decode_stream_infer_response_fields(data)
+    return WireStreamResponse(error_message, None if fields is None else _freeze(fields))
+
+
+def _decode_stream(buf: _Buffer, view: memoryview) -> tuple[str, _Response | None]:
     end = len(view)
     where = "ModelStreamInferResponse"
     error_message = ""
@@ -1152,6 +1185,4 @@ def decode_stream_infer_response(data: BytesLike) -> WireStreamResponse:
             pos += size
         else:
             pos = _skip(buf, pos, end, tag >> 3, tag & 7, _MAX_DEPTH, where)
-    return WireStreamResponse(
-        error_message, None if response is None else _freeze(response.fields())
-    )
+    return error_message, response

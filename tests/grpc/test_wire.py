@@ -479,7 +479,11 @@ def test_response_decodes_to_generated_values(message: Any) -> None:
 @given(stream_messages())
 def test_stream_response_decodes_to_generated_values(message: Any) -> None:
     data = message.SerializeToString()
-    assert canon(wire.decode_stream_infer_response(data)) == canon(expected_stream(message))
+    expected = canon(expected_stream(message))
+    # bytes (grpcio) and bytearray (native transport) take the shortcut, memoryview does not.
+    assert canon(wire.decode_stream_infer_response(data)) == expected
+    assert canon(wire.decode_stream_infer_response(bytearray(data))) == expected
+    assert canon(wire.decode_stream_infer_response(memoryview(data))) == expected
 
 
 @st.composite
@@ -578,6 +582,36 @@ def test_usual_response_shortcut_agrees_on_valid_messages(message: Any) -> None:
 @given(st.one_of(st.binary(max_size=160), wire_tokens, mutated(response_messages())))
 def test_usual_response_shortcut_agrees_or_gives_up_on_anything(data: bytes) -> None:
     _shortcut_agrees(data)
+
+
+def test_usual_stream_responses_take_the_shortcut(monkeypatch: pytest.MonkeyPatch) -> None:
+    size = len(TRITON_RESPONSE)
+    assert 0x80 <= size < 0x4000  # a two-byte length: the usual case for small tensors
+    stream_message = b"\x12" + bytes([size & 0x7F | 0x80, size >> 7]) + TRITON_RESPONSE
+    monkeypatch.setattr(wire, "_decode_stream", None)  # the general path would fail now
+    error, fields = wire.decode_stream_infer_response_fields(bytearray(stream_message))
+    assert error == ""
+    assert fields is not None
+    assert canon(fields) == canon(_general(TRITON_RESPONSE))
+
+
+@needs_protobuf
+@settings(FAST, max_examples=400)
+@given(st.one_of(st.binary(max_size=160), wire_tokens, mutated(stream_messages())))
+def test_stream_shortcut_agrees_or_fails_like_the_general_decoder(data: bytes) -> None:
+    """Whatever the shortcut accepts, the general decoder decodes to the same values."""
+    try:
+        fast = wire.decode_stream_infer_response_fields(data)
+    except ProtocolError:
+        fast = None
+    try:
+        error, response = wire._decode_stream(data, memoryview(data))
+        general = (error, None if response is None else response.fields())
+    except ProtocolError:
+        general = None
+    assert (fast is None) == (general is None), data.hex()
+    if fast is not None and general is not None:
+        assert canon(fast) == canon(general), data.hex()
 
 
 def test_response_golden() -> None:
