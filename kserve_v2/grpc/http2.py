@@ -78,8 +78,8 @@ _HTTP_TO_GRPC: Final = {
 _PREFIX: Final = struct.Struct(">BL")
 USER_AGENT: Final = f"kserve-v2/{__version__}"
 ACCEPT_ENCODING: Final = "identity,deflate,gzip"
-# Messages this large are preallocated whole when their prefix arrives; larger ones grow as
-# their bytes come, so a peer's length prefix alone cannot make us allocate gigabytes.
+# A message's buffer is preallocated up to this size when its prefix arrives; beyond it, it
+# grows as the bytes come, so a peer's length prefix alone cannot make us allocate gigabytes.
 _PREALLOCATE_LIMIT: Final = 64 << 20
 
 
@@ -223,11 +223,15 @@ class MessageReader:
             buffer = self._buffer
             if buffer is not None:
                 take = min(self._need - self._filled, end - pos)
-                if len(buffer) >= self._need:
-                    buffer[self._filled : self._filled + take] = chunk[pos : pos + take]
-                else:
-                    buffer += chunk[pos : pos + take]
-                self._filled += take
+                filled = self._filled
+                room = len(buffer) - filled  # preallocated space still free
+                if take <= room:
+                    buffer[filled : filled + take] = chunk[pos : pos + take]
+                else:  # past the preallocation: grow with the bytes that really came
+                    if room:
+                        buffer[filled:] = chunk[pos : pos + room]
+                    buffer += chunk[pos + room : pos + take]
+                self._filled = filled + take
                 pos += take
                 if self._filled == self._need:
                     self._buffer = None
@@ -256,7 +260,7 @@ class MessageReader:
             self._flag = flag
             self._need = length
             self._filled = 0
-            self._buffer = bytearray(length) if length <= _PREALLOCATE_LIMIT else bytearray()
+            self._buffer = bytearray(min(length, _PREALLOCATE_LIMIT))
 
     def _check(self, flag: int, length: int) -> bool:
         if flag > 1:
@@ -294,6 +298,7 @@ class CallResponse:
     """
 
     __slots__ = (
+        "_arrived",
         "_encoding",
         "_limit",
         "_on_message",
@@ -319,7 +324,12 @@ class CallResponse:
         self._encoding: str | None = None
         self._limit = limit
         self._on_message = on_message
-        self._reader = MessageReader(self._message, limit)
+        # The reader hands complete messages to a plain list, not to a method of this
+        # object: a reference cycle would keep every (possibly huge) message alive until
+        # the cyclic garbage collector happened to run.
+        self._arrived: list[tuple[int, bytes | bytearray]] = []
+        arrived = self._arrived.append
+        self._reader = MessageReader(lambda flag, data: arrived((flag, data)), limit)
         self._skip_body = False
 
     def _message(self, flag: int, data: bytes | bytearray) -> None:
@@ -362,6 +372,13 @@ class CallResponse:
             raise ProtocolError("DATA before the response headers")
         if chunk and not self._skip_body:
             self._reader.feed(chunk)
+            if self._arrived:
+                arrived = self._arrived
+                try:
+                    for flag, message in arrived:
+                        self._message(flag, message)
+                finally:
+                    arrived.clear()
         if end_stream:
             self.done = True
 

@@ -47,7 +47,7 @@ from collections import OrderedDict, deque
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Final, cast
+from typing import TYPE_CHECKING, Any, Final
 
 from kserve_v2.client.requests import InputsArg, OutputsArg, build_infer_request
 from kserve_v2.client.wire import WireHook, WireMessage
@@ -71,7 +71,6 @@ if TYPE_CHECKING:
     from kserve_v2.grpc.channel import (
         AsyncStreamCall,
         AsyncStreamChannel,
-        StreamMessage,
         SyncStreamCall,
         SyncStreamChannel,
     )
@@ -312,11 +311,6 @@ def _closed_error(router: _Router) -> KServeError:
     return TransportError("the stream is closed; open a new one with client.stream()")
 
 
-def _as_bytes(data: StreamMessage) -> bytes:
-    """A response message for the decoder, which reads bytearrays as well (no copy)."""
-    return cast("bytes", data)
-
-
 def _failure(call: SyncStreamCall | AsyncStreamCall, exc: KServeError) -> tuple[KServeError, str]:
     """The error and wire-hook status of a reader that stopped on ``exc``.
 
@@ -449,7 +443,7 @@ class GRPCStream:
         try:
             for data in call:
                 _hook_event(self._hook, "receive", data, self._started)
-                event = codec.decode_stream_response(_as_bytes(data), self._router.placements)
+                event = codec.decode_stream_response(data, self._router.placements)
                 with self._cond:
                     self._router.deliver(event)
                     self._cond.notify_all()
@@ -762,7 +756,7 @@ class AsyncGRPCStream:
         try:
             while (data := await call.read()) is not None:
                 _hook_event(self._hook, "receive", data, self._started)
-                event = codec.decode_stream_response(_as_bytes(data), self._router.placements)
+                event = codec.decode_stream_response(data, self._router.placements)
                 async with self._cond:
                     self._router.deliver(event)
                     self._cond.notify_all()

@@ -3,6 +3,7 @@ datatype, errors, deadlines, metadata, compression, the Triton extensions, and c
 
 from __future__ import annotations
 
+import gc
 import json
 import socket
 import time
@@ -565,6 +566,21 @@ def test_copy_counts_of_a_64_mib_tensor(client: Client) -> None:
     assert 0.99 * x.nbytes < encode_peak < 1.05 * x.nbytes  # exactly one copy
     assert decode_peak - before < 0.001 * x.nbytes  # none
     assert received_message(again) is received
+
+
+def test_results_are_freed_without_the_cyclic_collector(client: Client) -> None:
+    """A unary call leaves no reference cycle behind: large responses are freed when the
+    caller drops them, not whenever the garbage collector next runs."""
+    x = np.ones((1, 1 << 18), np.float32)  # 1 MiB, several DATA frames
+    client.infer("identity_fp32", {"INPUT0": x})  # connection set up
+    gc.collect()
+    gc.disable()
+    try:
+        for _ in range(3):
+            client.infer("identity_fp32", {"INPUT0": x}).as_numpy("OUTPUT0")
+        assert gc.collect() == 0
+    finally:
+        gc.enable()
 
 
 def test_invalid_input_is_refused_before_sending(client: Client) -> None:

@@ -7,6 +7,7 @@ framing by splitting framed bytes at arbitrary points; responses by feeding
 
 from __future__ import annotations
 
+import gc
 import gzip
 import itertools
 import math
@@ -698,3 +699,22 @@ def test_status_error() -> None:
     assert isinstance(deadline, DeadlineExceededError)
     assert isinstance(deadline, TimeoutError)
     assert "too slow" in str(deadline)
+
+
+def test_a_finished_call_response_needs_no_cyclic_collector() -> None:
+    """A response and its (possibly huge) message are freed as soon as they are dropped:
+    no reference cycle keeps them until the garbage collector runs."""
+    gc.collect()
+    gc.disable()
+    try:
+        response = CallResponse()
+        response.headers([(":status", "200"), ("content-type", "application/grpc")], False)
+        response.data(memoryview(message_prefix(3) + b"abc"), False)
+        response.data(memoryview(message_prefix(4)[:2]), False)  # a split prefix
+        response.data(memoryview(message_prefix(4)[2:] + b"defg"), False)
+        response.headers([("grpc-status", "0")], True)
+        assert response.messages == [b"abc", b"defg"]
+        del response
+        assert gc.collect() == 0
+    finally:
+        gc.enable()
