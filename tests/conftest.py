@@ -89,7 +89,68 @@ def triton(
     log_file = tmp_path_factory.mktemp("triton") / "tritonserver.log"
     server = TritonServer(MODELS_DIR, env=triton_env.root, log_file=log_file)
     with server:
-        yield server
+        _SESSION_SERVER.append(server)
+        try:
+            yield server
+        finally:
+            _SESSION_SERVER.clear()
+
+
+# -- Triton 2.51's stream abort ------------------------------------------------------------
+# Triton 2.51 (the server pytriton 0.7.0 ships) now and then aborts right after a decoupled
+# model's gRPC stream ends, with either client: "ASSERTION FAILED: !byte_buffer->Valid()" in
+# its stream response writer (a server race, fixed in later Tritons). That is no failure of
+# the test that happened to run, but it would take the session's server, and every test after
+# it, down. So a test that fails while the session server died *of this abort* is run once
+# more on a restarted server; a server that died of anything else is not restarted, and a
+# test that fails again fails.
+
+_SESSION_SERVER: list[TritonServer] = []
+_KNOWN_ABORT = "ASSERTION FAILED: !byte_buffer->Valid()"
+
+
+def _aborted_server() -> TritonServer | None:
+    """The session server if it died of the known abort."""
+    if not _SESSION_SERVER:
+        return None
+    server = _SESSION_SERVER[0]
+    if server.is_running():
+        return None
+    log = server.read_log()
+    start = log.rfind("\n$ ")  # each start writes its command line first
+    this_run = log[start + 1 :] if start >= 0 else log
+    return server if _KNOWN_ABORT in this_run else None
+
+
+def _restart(server: TritonServer, item: pytest.Item) -> None:
+    item.warn(
+        pytest.PytestWarning(
+            f"Triton 2.51 aborted ({_KNOWN_ABORT}); restarting the session server "
+            f"(log: {server.log_path})"
+        )
+    )
+    server.stop()
+    server.start()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> bool | None:
+    if "triton" not in getattr(item, "fixturenames", ()):
+        return None  # pytest's own protocol
+    from _pytest.runner import runtestprotocol
+
+    item.ihook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
+    if (server := _aborted_server()) is not None:  # it died after an earlier test passed
+        _restart(server, item)
+    reports = runtestprotocol(item, nextitem=nextitem, log=False)
+    if any(report.failed for report in reports) and (server := _aborted_server()) is not None:
+        _restart(server, item)
+        item._initrequest()  # type: ignore[attr-defined]  # fresh fixtures for the rerun
+        reports = runtestprotocol(item, nextitem=nextitem, log=False)
+    for report in reports:
+        item.ihook.pytest_runtest_logreport(report=report)
+    item.ihook.pytest_runtest_logfinish(nodeid=item.nodeid, location=item.location)
+    return True
 
 
 class TritonFactory:

@@ -50,6 +50,7 @@ from kserve_v2.errors import (
 if TYPE_CHECKING:
     from kserve_v2.client.base import TLSOptions
     from kserve_v2.client.endpoint import Endpoint
+    from kserve_v2.datatypes import BytesLike
 
 __all__ = [
     "AsyncGRPCChannel",
@@ -703,7 +704,7 @@ class GRPCChannel:
     def call_unary(
         self,
         method: str,
-        request: bytes,
+        request: bytes | tuple[BytesLike, ...],
         *,
         timeout: float | None = None,
         metadata: Metadata = (),
@@ -711,6 +712,8 @@ class GRPCChannel:
         want_metadata: bool = False,
     ) -> tuple[bytes, Metadata]:
         """Run one unary call; returns the response bytes and (if asked) response metadata."""
+        if isinstance(request, tuple):
+            request = b"".join(request)  # grpcio sends one bytes object
         multicallable = self.unary_unary(method)
         try:
             if want_metadata:
@@ -831,7 +834,7 @@ class AsyncGRPCChannel:
     async def call_unary(
         self,
         method: str,
-        request: bytes,
+        request: bytes | tuple[BytesLike, ...],
         *,
         timeout: float | None = None,
         metadata: Metadata = (),
@@ -839,6 +842,8 @@ class AsyncGRPCChannel:
         want_metadata: bool = False,
     ) -> tuple[bytes, Metadata]:
         """Run one unary call (see :meth:`GRPCChannel.call_unary`)."""
+        if isinstance(request, tuple):
+            request = b"".join(request)  # grpcio sends one bytes object
         multicallable = self.unary_unary(method)
         try:
             call = multicallable(

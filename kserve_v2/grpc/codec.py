@@ -58,6 +58,7 @@ __all__ = [
     "decode_server_ready",
     "decode_stream_response",
     "encode_infer_request",
+    "encode_infer_request_parts",
     "generated",
     "infer_result_from_wire",
     "output_placements",
@@ -175,6 +176,23 @@ def encode_infer_request(request: InferRequest) -> bytes:
         inputs,
         outputs,
         raw,
+    )
+
+
+def encode_infer_request_parts(request: InferRequest) -> tuple[wire.BytesLike, ...]:
+    """:func:`encode_infer_request` not joined: the buffers whose concatenation is the
+    message, the tensors among them as views of the caller's arrays (no copy at all)."""
+    inputs, outputs, raw = _request_fields(request)
+    return tuple(
+        wire.encode_infer_request_fields(
+            request.model_name,
+            request.model_version,
+            request.id,
+            request.parameters,
+            inputs,
+            outputs,
+            raw,
+        )
     )
 
 

@@ -38,6 +38,7 @@ import time
 from collections import deque
 from typing import TYPE_CHECKING, Any, Final
 
+from kserve_v2.datatypes import BytesLike
 from kserve_v2.errors import (
     DeadlineExceededError,
     InvalidInputError,
@@ -108,34 +109,61 @@ def _limit(config: ChannelConfig, name: str) -> int | None:
     return None
 
 
+def _nbytes(part: BytesLike) -> int:
+    # len() of a memoryview counts items of its first dimension, not bytes.
+    return len(part) if type(part) is bytes else memoryview(part).nbytes
+
+
+def frame_message(
+    message: BytesLike | tuple[BytesLike, ...], compression: str | None, limit: int | None
+) -> list[BytesLike]:
+    """A request message as the buffers of its gRPC framing: the 5-byte prefix, then the
+    message. ``message`` may be the buffers whose concatenation it is (the infer codec's
+    output): large ones are sent from where they are (no copy of a tensor), small ones are
+    joined so that a small message is one DATA frame."""
+    parts = message if isinstance(message, tuple) else (message,)
+    if compression is not None:
+        parts = (compress_message(b"".join(parts), compression),)
+    size = sum(_nbytes(part) for part in parts)
+    if limit is not None and size > limit:
+        raise InvalidInputError(
+            f"request message of {size} bytes is over the {limit}-byte send limit"
+        )
+    prefix = message_prefix(size, compression is not None)
+    if size <= _JOIN_LIMIT:
+        return [b"".join((prefix, *parts))]
+    out: list[BytesLike] = []
+    small: list[BytesLike] = [prefix]
+    for part in parts:
+        if _nbytes(part) <= _JOIN_LIMIT:
+            small.append(part)
+            continue
+        if small:
+            out.append(b"".join(small))
+            small = []
+        out.append(part)
+    if small:
+        out.append(b"".join(small))
+    return out
+
+
 class _Prepared:
     """What both channels build before sending a unary call."""
 
-    __slots__ = ("block", "parts", "size")
+    __slots__ = ("block", "parts")
 
     def __init__(
         self,
         headers: RequestHeaders,
         method: str,
-        request: bytes | bytearray | memoryview,
+        request: BytesLike | tuple[BytesLike, ...],
         timeout: float | None,
         metadata: Metadata,
         compression: str | None,
         send_limit: int | None,
     ) -> None:
-        if compression is not None:
-            request = compress_message(request, compression)
-        size = len(request)
-        if send_limit is not None and size > send_limit:
-            raise InvalidInputError(
-                f"request message of {size} bytes is over the {send_limit}-byte send limit"
-            )
+        self.parts = frame_message(request, compression, send_limit)
         self.block = headers.block(method, timeout=timeout, encoding=compression, metadata=metadata)
-        prefix = message_prefix(size, compression is not None)
-        self.parts: list[bytes | bytearray | memoryview] = (
-            [prefix + request] if size <= _JOIN_LIMIT else [prefix, request]
-        )
-        self.size = size + 5
 
 
 def _finish(response: CallResponse, url: str) -> bytes | bytearray:
@@ -171,8 +199,14 @@ class _SyncConnection:
 
     def say_goodbye(self) -> None:
         """Send the GOAWAY a protocol error queued (best effort), then close."""
-        with contextlib.suppress(OSError, KServeError):
+        with contextlib.suppress(OSError, KServeError, ValueError):
             self.flush(time.monotonic() + 1.0)
+            # Read what is still coming for a moment first: closing a socket with unread
+            # data makes the kernel reset the connection, and the server may lose the GOAWAY.
+            until = time.monotonic() + 0.2
+            self.sock.settimeout(0.05)
+            while time.monotonic() < until and self.sock.recv_into(self._buffer):
+                pass
         self.close()
 
     def usable(self) -> bool:
@@ -415,7 +449,7 @@ class NativeGRPCChannel:
     def call_unary(
         self,
         method: str,
-        request: bytes | bytearray | memoryview,
+        request: BytesLike | tuple[BytesLike, ...],
         *,
         timeout: float | None = None,
         metadata: Metadata = (),
@@ -505,9 +539,10 @@ class _AsyncConnection(asyncio.Protocol):
         self._calls: dict[int, tuple[CallResponse, asyncio.Future[None]]] = {}
         self._window = asyncio.Event()
         self.lost: BaseException | None = None
-        self.got_bytes = False
         self.retired = False
-        # Calls started after the connection had received bytes (see connection_lost).
+        # Calls answered on this connection; calls started once it had answered one, i.e.
+        # on a connection that had proved itself (see connection_lost).
+        self.answered = 0
         self.reused_calls: set[int] = set()
         # Resolved by connection_lost: aclose waits for it (TLS shutdown takes a round trip).
         self.gone: asyncio.Future[None] = asyncio.get_running_loop().create_future()
@@ -521,7 +556,6 @@ class _AsyncConnection(asyncio.Protocol):
         self.flush()
 
     def data_received(self, data: bytes) -> None:
-        self.got_bytes = True
         try:
             events = self.h2.receive(data)
             for event in events:
@@ -542,6 +576,7 @@ class _AsyncConnection(asyncio.Protocol):
                     if response.done:
                         del self._calls[event.stream_id]  # type: ignore[attr-defined]
                         self.h2.end_stream(event.stream_id)  # type: ignore[attr-defined]
+                        self.answered += 1
                         if not future.done():
                             future.set_result(None)
                         if self.retired and not self._calls and self.transport is not None:
@@ -623,7 +658,7 @@ class _AsyncConnection(asyncio.Protocol):
         future: asyncio.Future[None] = loop.create_future()
         stream_id = h2.open_stream(prepared.block)
         self._calls[stream_id] = (response, future)
-        if self.got_bytes:
+        if self.answered:
             self.reused_calls.add(stream_id)
         # A timer, not asyncio.wait_for: no extra task per call.
         timer = loop.call_at(deadline, self._expire, stream_id) if deadline is not None else None
@@ -785,7 +820,7 @@ class AsyncNativeGRPCChannel:
     async def call_unary(
         self,
         method: str,
-        request: bytes | bytearray | memoryview,
+        request: BytesLike | tuple[BytesLike, ...],
         *,
         timeout: float | None = None,
         metadata: Metadata = (),

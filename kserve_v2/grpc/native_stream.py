@@ -35,15 +35,14 @@ from typing import TYPE_CHECKING, Final
 
 from kserve_v2.errors import (
     DeadlineExceededError,
-    InvalidInputError,
     KServeError,
     ProtocolError,
     ServerError,
     TransportError,
 )
 from kserve_v2.grpc.channel import Metadata, StreamMessage, check_compression
-from kserve_v2.grpc.http2 import CallResponse, compress_message, message_prefix, status_error
-from kserve_v2.grpc.native import _JOIN_LIMIT, _Retry
+from kserve_v2.grpc.http2 import CallResponse, status_error
+from kserve_v2.grpc.native import _Retry, frame_message
 from kserve_v2.h2.connection import (
     DataReceived,
     Event,
@@ -109,21 +108,6 @@ def _shutdown(sock: socket.socket) -> None:
     would drop the TLS object another thread may be using."""
     with contextlib.suppress(OSError):
         socket.socket.shutdown(sock, socket.SHUT_RDWR)
-
-
-def _frame(
-    data: bytes | bytearray | memoryview, compression: str | None, limit: int | None
-) -> list[bytes | bytearray | memoryview]:
-    """One request message as the buffers of its gRPC framing (small ones joined)."""
-    if compression is not None:
-        data = compress_message(data, compression)
-    size = len(data)
-    if limit is not None and size > limit:
-        raise InvalidInputError(
-            f"request message of {size} bytes is over the {limit}-byte send limit"
-        )
-    prefix = message_prefix(size, compression is not None)
-    return [prefix + data] if size <= _JOIN_LIMIT else [prefix, data]
 
 
 # ---------------------------------------------------------------------------------- sync
@@ -250,7 +234,7 @@ class NativeStreamCall:
 
     def send(self, data: bytes | bytearray | memoryview) -> None:
         """Send one request message; waits while the server's flow-control window is full."""
-        parts = _frame(data, self._compression, self._send_limit)
+        parts = frame_message(data, self._compression, self._send_limit)
         self._ensure_open()
         with self._send_lock, self._lock:
             self._check_sendable()
@@ -656,7 +640,7 @@ class AsyncNativeStreamCall:
 
     async def write(self, data: bytes | bytearray | memoryview) -> None:
         """Send one request message; waits while the server's flow-control window is full."""
-        parts = _frame(data, self._compression, self._send_limit)
+        parts = frame_message(data, self._compression, self._send_limit)
         if self._conn is None and not self._finished:
             await self._open()
         async with self._write_lock:

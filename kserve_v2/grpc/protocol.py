@@ -31,6 +31,7 @@ from kserve_v2.client.wire import WireHook, WireMessage
 from kserve_v2.errors import InvalidInputError, ServerError
 from kserve_v2.grpc import codec, extensions
 from kserve_v2.grpc.channel import Metadata, check_compression, status_of
+from kserve_v2.grpc.wire import BytesLike
 from kserve_v2.messages import (
     InferRequest,
     InferResult,
@@ -96,7 +97,8 @@ class GRPCCall(Generic[T]):
     """
 
     method: str
-    request: bytes
+    #: the serialized request, or the buffers whose concatenation it is
+    request: bytes | tuple[BytesLike, ...]
     decode: Callable[[bytes], T]
     metadata: Metadata = ()
     timeout: float | None = None
@@ -149,7 +151,8 @@ class GRPCCall(Generic[T]):
 
 
 def _hook_send(hook: WireHook, call: GRPCCall[Any]) -> float:
-    hook(WireMessage("send", "grpc", "unary", call.method, call.metadata, (call.request,)))
+    body = call.request if isinstance(call.request, tuple) else (call.request,)
+    hook(WireMessage("send", "grpc", "unary", call.method, call.metadata, body))
     return time.perf_counter()
 
 
@@ -215,7 +218,7 @@ class GRPCProtocol:
     def call(
         self,
         rpc: str,
-        request: bytes,
+        request: bytes | tuple[BytesLike, ...],
         decode: Callable[[bytes], T],
         *,
         headers: Headers | None = None,
@@ -289,7 +292,8 @@ class GRPCProtocol:
             if placements
             else codec.decode_infer_response
         )
-        return self.call("ModelInfer", codec.encode_infer_request(request), decode, **kw)
+        # Not joined here: the native transport sends the tensors from the caller's arrays.
+        return self.call("ModelInfer", codec.encode_infer_request_parts(request), decode, **kw)
 
     # -- Triton extensions -------------------------------------------------------------------
 

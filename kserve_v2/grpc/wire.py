@@ -71,6 +71,7 @@ __all__ = [
     "decode_stream_infer_response",
     "decode_stream_infer_response_fields",
     "encode_infer_request",
+    "encode_infer_request_fields",
     "serialize_infer_request",
     "serialize_infer_request_fields",
 ]
@@ -427,10 +428,29 @@ def serialize_infer_request_fields(
     What the codec sends on every request: building the frozen :class:`WireInferRequest`
     and its tensors would cost more than encoding them.
     """
+    return b"".join(
+        encode_infer_request_fields(
+            model_name, model_version, id, parameters, inputs, outputs, raw_input_contents
+        )
+    )
+
+
+def encode_infer_request_fields(
+    model_name: str,
+    model_version: str,
+    id: str,
+    parameters: Mapping[str, ParamValue],
+    inputs: Sequence[InputFields],
+    outputs: Sequence[RequestedOutputFields],
+    raw_input_contents: Sequence[BytesLike],
+) -> list[BytesLike]:
+    """:func:`serialize_infer_request_fields` as the list of buffers it would join: the
+    tensors' entries are the caller's buffers (for transports that send buffers as they are).
+    """
     buffers, _ = _encode(
         model_name, model_version, id, parameters, inputs, outputs, raw_input_contents
     )
-    return b"".join(buffers)
+    return buffers
 
 
 def _encode(

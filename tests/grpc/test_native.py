@@ -394,6 +394,13 @@ class ScriptedServer:
         """Connections accepted so far."""
         return len(self.peers)
 
+    def finished(self, index: int, timeout: float = IO_TIMEOUT) -> bool:
+        """Wait until connection ``index``'s handler has returned; whether it has."""
+        with self._lock:
+            thread = self._threads[index]
+        thread.join(timeout)
+        return not thread.is_alive()
+
     def _accept(self) -> None:
         while not self._stop.is_set():
             try:
@@ -944,6 +951,7 @@ def test_protocol_violation(serve: Serve, connect: Connect, name: str) -> None:
         client.live()
     assert client.live() is True
     assert server.accepted == 2
+    assert server.finished(0)  # its handler collects the GOAWAY after the client closed
     assert len(goaways) == 1
     assert _GOAWAY.unpack_from(goaways[0].payload)[1] == violation.goaway_code
 
