@@ -611,7 +611,8 @@ class _AsyncConnection(asyncio.Protocol):
             f"gRPC UNAVAILABLE: connection to {self._channel.config.target} lost"
             + (f": {exc}" if exc else "")
         )
-        self.lost = error
+        if self.lost is None:  # a protocol error that closed it stays the reason
+            self.lost = error
         self._channel._retire(self)
         for stream_id, (response, future) in self._calls.items():
             if not future.done():
@@ -631,6 +632,8 @@ class _AsyncConnection(asyncio.Protocol):
             entry[1].set_exception(exc)
 
     def _abort(self, exc: BaseException) -> None:
+        if self.lost is None:
+            self.lost = exc  # also the answer to calls that come after (see call)
         self._channel._retire(self)
         for _response, future in self._calls.values():
             if not future.done():
@@ -652,6 +655,8 @@ class _AsyncConnection(asyncio.Protocol):
     async def call(
         self, prepared: _Prepared, limit: int | None, deadline: float | None
     ) -> CallResponse:
+        if self.lost is not None:  # e.g. the server's first bytes already broke the protocol
+            raise self.lost
         h2 = self.h2
         loop = asyncio.get_running_loop()
         response = CallResponse(limit)
