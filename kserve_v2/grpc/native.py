@@ -352,16 +352,10 @@ class _SyncConnection:
                 pass  # can_open_stream() is now false: the connection is not pooled again
 
 
-class NativeGRPCChannel:
-    """A synchronous gRPC channel on the library's own HTTP/2 client; thread-safe.
+class _NativeChannelBase:
+    """What the sync and async native channels share: the settings taken from the config."""
 
-    Drop-in for :class:`~kserve_v2.grpc.channel.GRPCChannel`'s unary calls::
-
-        channel = NativeGRPCChannel(channel_config(parse_url("grpc://localhost:8001")))
-        reply, _ = channel.call_unary("/inference.GRPCInferenceService/ServerLive", b"")
-    """
-
-    def __init__(self, config: ChannelConfig, *, connect_timeout: float | None = 10.0) -> None:
+    def __init__(self, config: ChannelConfig, connect_timeout: float | None) -> None:
         self.config = config
         host, _, port = config.target.rpartition(":")
         if not host or not port.isdigit():
@@ -376,6 +370,19 @@ class NativeGRPCChannel:
         )
         self._send_limit = _limit(config, "grpc.max_send_message_length")
         self._receive_limit = _limit(config, "grpc.max_receive_message_length")
+
+
+class NativeGRPCChannel(_NativeChannelBase):
+    """A synchronous gRPC channel on the library's own HTTP/2 client; thread-safe.
+
+    Drop-in for :class:`~kserve_v2.grpc.channel.GRPCChannel`'s unary calls::
+
+        channel = NativeGRPCChannel(channel_config(parse_url("grpc://localhost:8001")))
+        reply, _ = channel.call_unary("/inference.GRPCInferenceService/ServerLive", b"")
+    """
+
+    def __init__(self, config: ChannelConfig, *, connect_timeout: float | None = 10.0) -> None:
+        super().__init__(config, connect_timeout)
         self._idle: deque[_SyncConnection] = deque()
         self._lock = threading.Lock()
         self._closed = False
@@ -713,27 +720,14 @@ class _AsyncConnection(asyncio.Protocol):
         self._window.set()
 
 
-class AsyncNativeGRPCChannel:
+class AsyncNativeGRPCChannel(_NativeChannelBase):
     """The asyncio twin of :class:`NativeGRPCChannel`: concurrent calls share a connection.
 
     Bound to the event loop that first uses it (like the grpc.aio channel).
     """
 
     def __init__(self, config: ChannelConfig, *, connect_timeout: float | None = 10.0) -> None:
-        self.config = config
-        host, _, port = config.target.rpartition(":")
-        if not host or not port.isdigit():
-            raise InvalidInputError(f"gRPC target {config.target!r} has no host:port")
-        self._host = host.strip("[]")
-        self._port = int(port)
-        self._connect_timeout = connect_timeout
-        self._ssl = native_ssl_context(config) if config.secure else None
-        self._server_hostname = config.server_hostname or self._host
-        self._headers = RequestHeaders(
-            scheme="https" if config.secure else "http", authority=config.target
-        )
-        self._send_limit = _limit(config, "grpc.max_send_message_length")
-        self._receive_limit = _limit(config, "grpc.max_receive_message_length")
+        super().__init__(config, connect_timeout)
         self._connections: list[_AsyncConnection] = []  # open for new calls
         self._all: set[_AsyncConnection] = set()  # not yet closed
         self._connecting: asyncio.Future[_AsyncConnection] | None = None
