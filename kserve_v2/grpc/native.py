@@ -1,4 +1,4 @@
-"""The native gRPC transport: unary calls over the library's own HTTP/2 client, no grpcio.
+"""The native gRPC transport: gRPC over the library's own HTTP/2 client, no grpcio.
 
 grpcio's Python call path costs more client CPU than everything else in a small infer
 (about 240 µs per call on the benchmark machine, where tritonclient's whole request costs
@@ -23,6 +23,7 @@ the same errors as the grpcio channel. A client-side deadline is also sent as
 ``grpc-timeout``; when it expires the stream is reset (``RST_STREAM CANCEL``).
 
 TLS uses the standard ``ssl`` module with ALPN ``h2`` (gRPC servers require it).
+Bidirectional streams (``open_stream``) are in :mod:`kserve_v2.grpc.native_stream`.
 """
 
 from __future__ import annotations
@@ -300,7 +301,7 @@ class _SyncConnection:
             while parts:
                 part = parts[0]
                 n = h2.send_data(stream_id, part, end_stream=len(parts) == 1)
-                if n == len(part):
+                if n == _nbytes(part):
                     parts.pop(0)
                     continue
                 parts[0] = memoryview(part).cast("B")[n:]
@@ -679,7 +680,7 @@ class _AsyncConnection(asyncio.Protocol):
             while parts and not future.done():
                 part = parts[0]
                 n = h2.send_data(stream_id, part, end_stream=len(parts) == 1)
-                if n == len(part):
+                if n == _nbytes(part):
                     parts.pop(0)
                     continue
                 parts[0] = memoryview(part).cast("B")[n:]
