@@ -420,8 +420,7 @@ def test_infer_call_sends_the_codec_bytes_and_decodes_the_answer() -> None:
     assert isinstance(call.request, tuple)
     assert b"".join(call.request) == codec.encode_infer_request(request)
     assert any(
-        isinstance(part, memoryview) and part.obj is request.inputs[0].data
-        for part in call.request
+        isinstance(part, memoryview) and part.obj is request.inputs[0].data for part in call.request
     ), call.request
     y = OutputTensor("y", "INT32", (3,), np.arange(3, dtype=np.int32))
     reply = response_bytes(InferResult("identity", "1", "q", outputs=(y,)))
