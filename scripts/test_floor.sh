@@ -10,15 +10,16 @@ cd "$ROOT"
 export PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_INPUT=1 PIP_PROGRESS_BAR=off
 FLOOR=.work/venv-floor
 PINS=("numpy==1.26.4" "grpcio==1.62.3" "protobuf==4.25.1")
+TOOLS=(pytest pytest-asyncio pytest-timeout hypothesis cryptography httpx)
 marker="$FLOOR/.floor-pins"
-if [[ ! -f "$marker" || "$(cat "$marker")" != "${PINS[*]}" ]]; then
+if [[ ! -f "$marker" || "$(cat "$marker")" != "${PINS[*]} ${TOOLS[*]}" ]]; then
     rm -rf "$FLOOR"
     python3 -m venv "$FLOOR"
     "$FLOOR/bin/python" -m pip install --quiet "${PINS[@]}"
     # The package and its test tools, without letting pip upgrade the pinned floors.
     "$FLOOR/bin/python" -m pip install --quiet --no-deps -e .
-    "$FLOOR/bin/python" -m pip install --quiet pytest pytest-asyncio hypothesis cryptography httpx
-    printf '%s' "${PINS[*]}" >"$marker"
+    "$FLOOR/bin/python" -m pip install --quiet "${TOOLS[@]}"
+    printf '%s' "${PINS[*]} ${TOOLS[*]}" >"$marker"
 fi
 "$FLOOR/bin/python" - <<'PY'
 import grpc, google.protobuf, numpy

@@ -599,12 +599,23 @@ class GRPCStream:
         """
         if self._closed:
             return
+        wait = self._close_timeout if timeout is None else timeout
+        deadline = None if wait is None else time.monotonic() + wait
+        in_reader = threading.current_thread() is self._reader  # a wire hook: cannot wait
         with self._cond:
             self._half_closed = True
+            if self._empty_final and not in_reader:
+                # Every request ends with a final response: end the stream only after them.
+                # Triton 2.51 races (and may abort) when the stream ends while a decoupled
+                # model is still answering.
+                self._cond.wait_for(
+                    lambda: not self._router.pending or self._router.ended,
+                    None if deadline is None else max(0.0, deadline - time.monotonic()),
+                )
         self._call.done_sending()
-        if threading.current_thread() is self._reader:  # from a wire hook: cannot wait here
+        if in_reader:
             return
-        self._reader.join(self._close_timeout if timeout is None else timeout)
+        self._reader.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
         if self._reader.is_alive():
             self.cancel()
         self._finish()
@@ -915,16 +926,29 @@ class AsyncGRPCStream:
         if self._closed:
             return
         self._half_closed = True
+        wait = self._close_timeout if timeout is None else timeout
+        loop = asyncio.get_running_loop()
+        deadline = None if wait is None else loop.time() + wait
         if self._reader is not None and self._write_lock is not None:
             assert self._call is not None
-            async with self._write_lock:
-                if not self._reader.done():
-                    with contextlib.suppress(KServeError):
-                        await self._call.done_writing()
+            assert self._cond is not None
             try:
+                if self._empty_final:
+                    # End the stream only after every request's final response (see close()
+                    # of the sync stream: Triton 2.51 races when it ends earlier).
+                    cond = self._cond
+                    async with cond:
+                        await asyncio.wait_for(
+                            cond.wait_for(lambda: not self._router.pending or self._router.ended),
+                            None if deadline is None else max(0.0, deadline - loop.time()),
+                        )
+                async with self._write_lock:
+                    if not self._reader.done():
+                        with contextlib.suppress(KServeError):
+                            await self._call.done_writing()
                 await asyncio.wait_for(
                     asyncio.shield(self._reader),
-                    self._close_timeout if timeout is None else timeout,
+                    None if deadline is None else max(0.0, deadline - loop.time()),
                 )
             except asyncio.TimeoutError:
                 await self.cancel()
