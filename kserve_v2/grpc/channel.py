@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 import queue
 import re
 import threading
@@ -368,6 +369,12 @@ def _credentials(grpc: ModuleType, config: ChannelConfig) -> Any:
     )
 
 
+def _grpcio_timeout(timeout: float | None) -> float | None:
+    # grpcio takes an infinite timeout for an expired deadline; it means no deadline (as on
+    # every other transport, see transport.base.deadline_after).
+    return None if timeout == math.inf else timeout
+
+
 def compression_of(grpc: ModuleType, name: str | None) -> Any:
     """grpcio's ``grpc.Compression`` member for ``name`` (``None`` stays ``None``)."""
     if name is None:
@@ -544,7 +551,7 @@ class _GrpcioStreamCall:
         self.status: str | None = None
         self._call = channel.stream_stream(method)(
             self._request_iterator(),
-            timeout=timeout,
+            timeout=_grpcio_timeout(timeout),
             metadata=metadata or None,
             compression=channel.compression(compression),
         )
@@ -599,7 +606,7 @@ class _AsyncGrpcioStreamCall:
         self._cancelled = False
         self.status: str | None = None
         self._call = channel.stream_stream(method)(
-            timeout=timeout,
+            timeout=_grpcio_timeout(timeout),
             metadata=metadata or None,
             compression=channel.compression(compression),
         )
@@ -719,14 +726,14 @@ class GRPCChannel:
             if want_metadata:
                 response, call = multicallable.with_call(
                     request,
-                    timeout=timeout,
+                    timeout=_grpcio_timeout(timeout),
                     metadata=metadata or None,
                     compression=self.compression(compression),
                 )
                 return response, _response_metadata(call)
             response = multicallable(
                 request,
-                timeout=timeout,
+                timeout=_grpcio_timeout(timeout),
                 metadata=metadata or None,
                 compression=self.compression(compression),
             )
@@ -848,7 +855,7 @@ class AsyncGRPCChannel:
         try:
             call = multicallable(
                 request,
-                timeout=timeout,
+                timeout=_grpcio_timeout(timeout),
                 metadata=metadata or None,
                 compression=self.compression(compression),
             )

@@ -167,16 +167,7 @@ def encode_infer_request(request: InferRequest) -> bytes:
     Equal to ``wire.serialize_infer_request(to_wire_request(request))``, without building
     the intermediate wire objects.
     """
-    inputs, outputs, raw = _request_fields(request)
-    return wire.serialize_infer_request_fields(
-        request.model_name,
-        request.model_version,
-        request.id,
-        request.parameters,
-        inputs,
-        outputs,
-        raw,
-    )
+    return b"".join(encode_infer_request_parts(request))
 
 
 def encode_infer_request_parts(request: InferRequest) -> tuple[wire.BytesLike, ...]:

@@ -30,14 +30,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import math
 import select
 import socket
 import ssl
 import threading
 import time
 from collections import deque
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Final
 
 from kserve_v2.datatypes import BytesLike
 from kserve_v2.errors import (
@@ -65,6 +64,8 @@ from kserve_v2.h2.connection import (
     StreamReset,
 )
 from kserve_v2.h2.frames import ErrorCode
+from kserve_v2.transport.base import deadline_after
+from kserve_v2.transport.stdlib import HAS_SENDMSG, IOV_MAX, sendmsg_rest
 
 if TYPE_CHECKING:
     from kserve_v2.grpc.native_stream import AsyncNativeStreamCall, NativeStreamCall
@@ -74,7 +75,6 @@ __all__ = ["AsyncNativeGRPCChannel", "NativeGRPCChannel", "native_ssl_context"]
 _RECV_SIZE: Final = 256 * 1024
 # Requests up to this size are joined with their 5-byte prefix into one DATA frame.
 _JOIN_LIMIT: Final = 64 * 1024
-_IOV_MAX: Final = 1024
 # Idle connections kept per channel (more are closed when returned).
 _POOL_MAX: Final = 16
 
@@ -252,7 +252,7 @@ class _SyncConnection:
         self._arm(deadline)
         sock = self.sock
         try:
-            if self.tls:
+            if self.tls or not HAS_SENDMSG:
                 total = sum(len(b) for b in buffers)
                 if total <= _JOIN_LIMIT:
                     sock.sendall(b"".join(buffers))
@@ -260,26 +260,11 @@ class _SyncConnection:
                     for part in buffers:
                         sock.sendall(part)
                 return
-            sent = sock.sendmsg(buffers) if len(buffers) < _IOV_MAX else 0
-            total = sum(len(b) for b in buffers)
-            if sent != total:
-                self._send_rest(buffers, sent, deadline)
+            sent = sock.sendmsg(buffers) if len(buffers) < IOV_MAX else 0
+            if sent != sum(len(b) for b in buffers):
+                sendmsg_rest(sock.sendmsg, buffers, sent, lambda: self._arm(deadline))
         except TimeoutError as exc:
             raise DeadlineExceededError("gRPC deadline exceeded while sending") from exc
-
-    def _send_rest(self, buffers: list[Any], sent: int, deadline: float | None) -> None:
-        views = [memoryview(b).cast("B") for b in buffers]
-        index = 0
-        while True:
-            while index < len(views) and sent >= views[index].nbytes:
-                sent -= views[index].nbytes
-                index += 1
-            if index == len(views):
-                return
-            if sent:
-                views[index] = views[index][sent:]
-            self._arm(deadline)
-            sent = self.sock.sendmsg(views[index : index + _IOV_MAX])
 
     def read_events(self, deadline: float | None) -> list[Event]:
         self._arm(deadline)
@@ -466,8 +451,7 @@ class NativeGRPCChannel(_NativeChannelBase):
     ) -> tuple[bytes | bytearray, Metadata]:
         """Run one unary call; returns the response bytes and (if asked) response metadata."""
         compression = check_compression(compression) or self.config.compression
-        # An infinite timeout is no deadline (sockets cannot wait math.inf seconds).
-        deadline = None if timeout is None or timeout == math.inf else time.monotonic() + timeout
+        deadline = deadline_after(timeout, time.monotonic())
         prepared = _Prepared(
             self._headers, method, request, timeout, metadata, compression, self._send_limit
         )
@@ -830,7 +814,7 @@ class AsyncNativeGRPCChannel(_NativeChannelBase):
         """Run one unary call (see :meth:`NativeGRPCChannel.call_unary`)."""
         compression = check_compression(compression) or self.config.compression
         loop = asyncio.get_running_loop()
-        deadline = None if timeout is None or timeout == math.inf else loop.time() + timeout
+        deadline = deadline_after(timeout, loop.time())
         prepared = _Prepared(
             self._headers, method, request, timeout, metadata, compression, self._send_limit
         )

@@ -51,6 +51,7 @@ from kserve_v2.h2.connection import (
     WindowUpdated,
 )
 from kserve_v2.h2.frames import ErrorCode
+from kserve_v2.transport.base import deadline_after
 
 if TYPE_CHECKING:
     from kserve_v2.grpc.native import (
@@ -138,7 +139,7 @@ class NativeStreamCall:
         compression = check_compression(compression) or channel.config.compression
         self._channel = channel
         self._url = channel.config.url
-        self._deadline = None if timeout is None else time.monotonic() + timeout
+        self._deadline = deadline_after(timeout, time.monotonic())
         self._block = channel._headers.block(
             method, timeout=timeout, encoding=compression, metadata=metadata
         )
@@ -494,7 +495,7 @@ class AsyncNativeStreamCall:
         self._channel = channel
         self._url = channel.config.url
         self._loop = loop = asyncio.get_running_loop()
-        self._deadline = None if timeout is None else loop.time() + timeout
+        self._deadline = deadline_after(timeout, loop.time())
         self._block = channel._headers.block(
             method, timeout=timeout, encoding=compression, metadata=metadata
         )

@@ -32,7 +32,7 @@ from kserve_v2.transport._http11 import (
     decode_body,
     serialize_head,
 )
-from kserve_v2.transport.base import BytesLike, HTTPRequest, HTTPResponse
+from kserve_v2.transport.base import BytesLike, HTTPRequest, HTTPResponse, deadline_after
 from kserve_v2.transport.stdlib import Origin, StrPath, make_ssl_context, parse_origin
 
 __all__ = ["AsyncHTTPTransport"]
@@ -455,7 +455,7 @@ class AsyncHTTPTransport:
         """Send ``request`` and return the complete (decompressed) response."""
         loop = self._check_loop()
         timeout = self._timeout if request.timeout is None else request.timeout
-        deadline = None if timeout is None else loop.time() + timeout
+        deadline = deadline_after(timeout, loop.time())
         target = request.target
         pool = self._pool
         if pool is None or target[:1] != "/":
@@ -496,7 +496,7 @@ class AsyncHTTPTransport:
         """
         loop = self._check_loop()
         timeout = self._timeout if request.timeout is None else request.timeout
-        deadline = None if timeout is None else loop.time() + timeout
+        deadline = deadline_after(timeout, loop.time())
         pool, target = self._route(request.target)
         body = request.body
         length = body_length(body) if body else 0

@@ -21,6 +21,7 @@ Contract every transport keeps:
 
 from __future__ import annotations
 
+import math
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, AbstractContextManager
 from dataclasses import dataclass, field
@@ -34,9 +35,17 @@ __all__ = [
     "HTTPResponse",
     "StreamingResponse",
     "Transport",
+    "deadline_after",
 ]
 
 BytesLike = bytes | bytearray | memoryview
+
+
+def deadline_after(timeout: float | None, now: float) -> float | None:
+    """The deadline ``timeout`` seconds after ``now`` (monotonic or event-loop time), as every
+    transport computes it. None for no timeout, and for an infinite one: sockets, select and
+    timers cannot wait ``math.inf`` seconds."""
+    return None if timeout is None or timeout == math.inf else now + timeout
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,6 +9,7 @@ httpx is imported when one of these classes is instantiated, never at module imp
 
 from __future__ import annotations
 
+import math
 import ssl
 import threading
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
@@ -121,7 +122,7 @@ class _Common:
                 key_password=key_password,
             )
         return getattr(httpx, client_class)(
-            timeout=httpx.Timeout(timeout, connect=connect_timeout),
+            timeout=httpx.Timeout(_finite(timeout), connect=_finite(connect_timeout)),
             limits=httpx.Limits(
                 max_connections=max_connections, max_keepalive_connections=max_connections
             ),
@@ -153,9 +154,16 @@ class _Common:
         # A bare number would replace every phase's timeout, the connect timeout included:
         # keep the client's (shorter) connect timeout, as the default transports do.
         connect = self._client.timeout.connect
+        if timed == math.inf:
+            return url, headers, content, self._httpx.Timeout(None, connect=connect)
         if connect is None or connect > timed:
             connect = timed
         return url, headers, content, self._httpx.Timeout(timed, connect=connect)
+
+
+def _finite(timeout: float | None) -> float | None:
+    # httpx waits "None" seconds for ever; math.inf overflows its socket calls.
+    return None if timeout == math.inf else timeout
 
 
 class HTTPXTransport(_Common):

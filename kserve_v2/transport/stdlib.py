@@ -35,7 +35,7 @@ from kserve_v2.transport._http11 import (
     decode_body,
     serialize_head,
 )
-from kserve_v2.transport.base import BytesLike, HTTPRequest, HTTPResponse
+from kserve_v2.transport.base import BytesLike, HTTPRequest, HTTPResponse, deadline_after
 
 __all__ = ["HTTPTransport", "Origin", "make_ssl_context", "parse_origin"]
 
@@ -43,10 +43,37 @@ StrPath = Union[str, "os.PathLike[str]"]
 
 # Linux refuses more than IOV_MAX (1024) buffers in one sendmsg call.
 try:
-    _IOV_MAX = max(16, min(os.sysconf("SC_IOV_MAX"), 1024))
+    IOV_MAX = max(16, min(os.sysconf("SCIOV_MAX"), 1024))
 except (AttributeError, ValueError, OSError):  # pragma: no cover - platform dependent
-    _IOV_MAX = 1024
-_HAS_SENDMSG = hasattr(socket.socket, "sendmsg")
+    IOV_MAX = 1024
+#: Whether sockets have ``sendmsg`` (not on Windows): the native gRPC transport asks too.
+HAS_SENDMSG = hasattr(socket.socket, "sendmsg")
+
+
+def sendmsg_rest(
+    sendmsg: Callable[[list[memoryview]], int],
+    buffers: Sequence[BytesLike],
+    sent: int,
+    arm: Callable[[], None],
+) -> None:
+    """Finish a partial ``sendmsg`` of ``buffers`` of which ``sent`` bytes went out: skip
+    those, resend the rest in IOV_MAX batches, calling ``arm`` (the socket's timeout for the
+    deadline) before each call. Shared by this transport and the native gRPC one."""
+    views = [memoryview(b).cast("B") for b in buffers]
+    index = 0
+    while True:
+        # Drop the fully sent buffers, trim the partly sent one.
+        while index < len(views) and sent >= views[index].nbytes:
+            sent -= views[index].nbytes
+            index += 1
+        if index == len(views):
+            return
+        if sent:
+            views[index] = views[index][sent:]
+        arm()
+        sent = sendmsg(views[index : index + IOV_MAX])
+
+
 # TLS: bodies up to this size are joined with the head into one TLS record write; larger
 # buffers are sent one by one, in slices so that the request deadline is checked between them.
 _TLS_COALESCE = 16 * 1024
@@ -409,7 +436,7 @@ class HTTPTransport:
     def handle_request(self, request: HTTPRequest) -> HTTPResponse:
         """Send ``request`` and return the complete (decompressed) response."""
         timeout = self._timeout if request.timeout is None else request.timeout
-        deadline = None if timeout is None else monotonic() + timeout
+        deadline = deadline_after(timeout, monotonic())
         target = request.target
         pool = self._pool
         if pool is None or target[:1] != "/":
@@ -452,7 +479,7 @@ class HTTPTransport:
                     print(piece)
         """
         timeout = self._timeout if request.timeout is None else request.timeout
-        deadline = None if timeout is None else monotonic() + timeout
+        deadline = deadline_after(timeout, monotonic())
         pool, target = self._route(request.target)
         body = request.body
         length = body_length(body) if body else 0
@@ -648,7 +675,7 @@ class HTTPTransport:
         try:
             if not body:
                 sock.sendall(head)
-            elif conn.tls or not _HAS_SENDMSG:
+            elif conn.tls or not HAS_SENDMSG:
                 if length <= _TLS_COALESCE:
                     # One TLS record instead of one per buffer; only small bodies are joined.
                     sock.sendall(head + b"".join(body))
@@ -658,9 +685,11 @@ class HTTPTransport:
                         self._send_sliced(conn, part, deadline)
             else:
                 total = len(head) + length
-                sent = sock.sendmsg([head, *body]) if len(body) < _IOV_MAX else 0
+                sent = sock.sendmsg([head, *body]) if len(body) < IOV_MAX else 0
                 if sent != total:
-                    self._sendmsg_rest(conn, [head, *body], sent, deadline)
+                    sendmsg_rest(
+                        sock.sendmsg, [head, *body], sent, lambda: conn.arm(deadline, True)
+                    )
         except (TimeoutError, BlockingIOError) as exc:  # BlockingIOError: SO_SNDTIMEO expired
             raise DeadlineExceededError("request timed out while sending") from exc
         except (TypeError, BufferError) as exc:
@@ -677,29 +706,6 @@ class HTTPTransport:
             for offset in range(0, len(data), _TLS_SLICE):
                 conn.arm(deadline, True)
                 conn.sock.sendall(data[offset : offset + _TLS_SLICE])
-
-    def _sendmsg_rest(
-        self,
-        conn: _Connection,
-        buffers: list[BytesLike],
-        sent: int,
-        deadline: float | None,
-    ) -> None:
-        """Finish a partial ``sendmsg``: skip what went out, resend the rest in IOV_MAX batches."""
-        views = [memoryview(b).cast("B") for b in buffers]
-        index = 0
-        sendmsg = conn.sock.sendmsg
-        while True:
-            # Drop the fully sent buffers, trim the partly sent one.
-            while index < len(views) and sent >= views[index].nbytes:
-                sent -= views[index].nbytes
-                index += 1
-            if index == len(views):
-                return
-            if sent:
-                views[index] = views[index][sent:]
-            conn.arm(deadline, True)
-            sent = sendmsg(views[index : index + _IOV_MAX])
 
     def _receive(self, conn: _Connection, deadline: float | None, head_only: bool) -> None:
         """Receive until the response is complete (``head_only``: until its head is parsed)."""
@@ -777,9 +783,7 @@ class _StreamingResponse:
                     yield tail
                 return
             timeout = self._timeout
-            self._transport._receive(
-                self._conn, None if timeout is None else monotonic() + timeout, True
-            )
+            self._transport._receive(self._conn, deadline_after(timeout, monotonic()), True)
 
     def read(self) -> bytes:
         """Read the rest of the body."""

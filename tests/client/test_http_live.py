@@ -11,6 +11,7 @@ from __future__ import annotations
 import gc
 import importlib.util
 import json
+import math
 import socket
 import time
 import warnings
@@ -500,6 +501,12 @@ def test_client_default_timeout_expires_unless_the_call_gives_more(connect: Conn
     # Waits behind the timed-out request (the model has one instance), within its own timeout.
     result = client.infer("slow", slow_input(300), timeout=30)
     assert result.as_numpy("OUTPUT0").tolist() == [300.0]
+
+
+def test_an_infinite_timeout_is_no_deadline(connect: Connect) -> None:
+    client = connect(timeout=math.inf)
+    result = client.infer("identity_int32", {"INPUT0": int32_matrix()}, timeout=math.inf)
+    np.testing.assert_array_equal(result.as_numpy("OUTPUT0"), int32_matrix())
 
 
 def _closed_port() -> int:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import math
 import threading
 import time
 import uuid
@@ -47,6 +48,9 @@ def repeat(n: int, *, delay_ms: float = 0, error_at: int | None = None) -> dict[
 
 def idx(results: list[InferResult]) -> list[int]:
     return [int(r.as_numpy("IDX")[0]) for r in results]
+
+
+SIMPLE_INPUTS = {"INPUT0": np.ones((1, 16), np.int32), "INPUT1": np.ones((1, 16), np.int32)}
 
 
 def one(value: int, dtype: npt.DTypeLike = np.int32) -> npt.NDArray[Any]:
@@ -463,6 +467,19 @@ def test_stream_deadline(client: Client) -> None:
             request.results()
         with pytest.raises(DeadlineExceededError):
             stream.send("repeat_decoupled", repeat(1))
+
+
+def test_an_infinite_timeout_is_no_deadline(client: Client) -> None:
+    with client.stream(timeout=math.inf) as stream:
+        assert len(stream.send("repeat_decoupled", repeat(2)).results(timeout=30)) == 2
+    assert client.infer("simple", SIMPLE_INPUTS, timeout=math.inf).outputs
+
+
+async def test_an_infinite_timeout_is_no_deadline_async(aclient: AsyncClient) -> None:
+    async with aclient.stream(timeout=math.inf) as stream:
+        request = await stream.send("repeat_decoupled", repeat(2))
+        assert len(await request.results(timeout=30)) == 2
+    assert (await aclient.infer("simple", SIMPLE_INPUTS, timeout=math.inf)).outputs
 
 
 def test_closing_the_client_cancels_its_streams(grpc_url: str, grpc_transport: str) -> None:
