@@ -30,6 +30,7 @@ import platform
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -65,6 +66,8 @@ def _metrics(scenario: Scenario) -> list[Metric]:
         Metric("cpu_us", f"client CPU µs/{unit}"),
         Metric("sys_us", f"of which system (kernel) µs/{unit}"),
     ]
+    if scenario.kind == "stream":
+        metrics.append(Metric("model_units_per_s", "the model's own send rate, resp/s"))
     if scenario.large:
         metrics += [
             Metric("mb_per_s", "MB/s (in + out)"),
@@ -108,6 +111,15 @@ class Runs:
             "peak_rss_mib": median([r["peak_rss"] / MIB for r in self.results]),
             "rss_growth_mib": median(
                 [(r["peak_rss"] - r["baseline_rss"]) / MIB for r in self.results]
+            ),
+            **(
+                {
+                    "model_units_per_s": median(
+                        [r["model_units"] / r["model_send_s"] for r in self.results]
+                    )
+                }
+                if all(r.get("model_send_s") for r in self.results)
+                else {}
             ),
             # how much the rounds disagree: (max - min) / median of the CPU per unit
             "cpu_spread": _spread([r["cpu_s"] / r["units"] for r in self.results]),
@@ -240,6 +252,13 @@ def _notes(
             f"- `{scenario.name}`: {scenario.description}; "
             f"{requests[scenario.name]} requests{extra} x {rounds}"
         )
+    if any(scenario.kind == "stream" for scenario in scenarios):
+        lines.append(
+            "- streams: the model's own send rate is what `repeat_decoupled` measured of its"
+            " send loops during the timed requests; a client that keeps up receives at that"
+            " rate, and then what sets it is the CPU and wake-ups the client leaves the server"
+            " (which shares the machine)"
+        )
     spreads = []
     for (name, client), client_runs in runs.items():
         for error in dict.fromkeys(client_runs.errors):
@@ -371,21 +390,42 @@ def _kserve_unavailable(scenarios: Sequence[Scenario], grpc_url: str) -> dict[st
     return out
 
 
+def _model_send_times(send_log: Path, timed: int) -> dict[str, float]:
+    """What ``repeat_decoupled`` logged of its last ``timed`` requests (the worker's timed
+    loop; warm-up requests come first): responses sent and seconds its send loops took."""
+    try:
+        lines = send_log.read_text("utf-8").split()
+    except OSError:
+        return {}
+    pairs = list(zip(lines[::2], lines[1::2], strict=True))[-timed:]
+    if len(pairs) < timed:
+        return {}
+    return {
+        "model_units": float(sum(int(n) for n, _ in pairs)),
+        "model_send_s": sum(float(s) for _, s in pairs),
+    }
+
+
 def _run_scenario(
     scenario: Scenario,
     clients: Sequence[str],
     rounds: int,
     base_spec: dict[str, Any],
+    send_log: Path,
 ) -> tuple[dict[str, Runs], list[dict[str, Any]]]:
     """``rounds`` interleaved rounds (each client once per round, in order); the runs of each
-    client and every worker's raw result."""
+    client and every worker's raw result. Stream scenarios also record the model's own send
+    rate from ``send_log``."""
     runs = {client: Runs() for client in CLIENTS}
     raw: list[dict[str, Any]] = []
     for round_index in range(rounds):
         for client in clients:
             spec = {**base_spec, "scenario": scenario.name, "client": client}
+            send_log.write_text("", "utf-8")
             started = time.monotonic()
             result = _run_worker(spec)
+            if scenario.kind == "stream" and "error" not in result:
+                result.update(_model_send_times(send_log, spec["requests"]))
             took = time.monotonic() - started
             where = f"{scenario.name} round {round_index + 1}/{rounds} {client}"
             if "error" in result:
@@ -399,6 +439,11 @@ def _run_scenario(
                 log(
                     f"{where}: {result['units'] / result['wall_s']:,.0f} {scenario.unit}s/s, "
                     f"{per_unit:,.1f} µs CPU/{scenario.unit} ({took:.1f} s)"
+                    + (
+                        f"; the model sent {result['model_units'] / result['model_send_s']:,.0f}/s"
+                        if result.get("model_send_s")
+                        else ""
+                    )
                 )
             raw.append({**spec, **result})
     return runs, raw
@@ -425,7 +470,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     log(f"starting Triton with {', '.join(models)}")
     runs: dict[tuple[str, str], Runs] = {}
     raw: list[dict[str, Any]] = []
-    with TritonServer(MODELS, model_control_mode="explicit", load_models=models) as server:
+    send_dir = tempfile.TemporaryDirectory(prefix="kserve-v2-bench-")
+    # repeat_decoupled logs its send loops there: the model's own rate, next to the client's
+    send_log = Path(send_dir.name) / "send.log"
+    with (
+        send_dir,
+        TritonServer(
+            MODELS,
+            model_control_mode="explicit",
+            load_models=models,
+            extra_env={"KSERVE_V2_SEND_LOG": str(send_log)},
+        ) as server,
+    ):
         with kserve_v2.Client(server.http_url) as client:
             triton_version = client.server_metadata().version
         skipped = _kserve_unavailable(scenarios, server.grpc_url)
@@ -439,7 +495,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "requests": requests[scenario.name],
                 "warmup": scenario.warmup,
             }
-            scenario_runs, scenario_raw = _run_scenario(scenario, clients, args.rounds, base_spec)
+            scenario_runs, scenario_raw = _run_scenario(
+                scenario, clients, args.rounds, base_spec, send_log
+            )
             for client_name, client_runs in scenario_runs.items():
                 runs[(scenario.name, client_name)] = client_runs
             raw += scenario_raw

@@ -434,14 +434,19 @@ class HTTPProtocol:
         compression: str | None = None,
     ) -> HTTPRequest:
         """One request with the client's default headers, compression and timeout applied."""
-        all_headers = [*self._base_headers, *body_headers, *_header_items(headers)]
-        encoding = _check_encoding(compression, "compression") or self.request_compression
+        # The checks and calls below are skipped for what is absent: this runs per request.
+        all_headers = [*self._base_headers, *body_headers]
+        if headers:
+            all_headers += _header_items(headers)
+        encoding = self.request_compression
+        if compression is not None:
+            encoding = _check_encoding(compression, "compression") or encoding
         if body and encoding:
             body = (compress(body, encoding),)
             all_headers.append(("Content-Encoding", encoding))
         return HTTPRequest(
             method,
-            with_query(target, query),
+            with_query(target, query) if query else target,
             all_headers,
             body,
             self.timeout if timeout is None else timeout,
@@ -500,7 +505,10 @@ class HTTPProtocol:
         target = self.paths.model_infer(request.model_name, request.model_version)
         # Triton answers outputs placed in shared memory with neither data nor parameters;
         # the decoder needs to know which ones those are.
-        placements = {o.name: o.shared_memory for o in request.outputs if o.shared_memory}
+        placements = {}
+        for output in request.outputs:  # a loop: a comprehension costs a function call
+            if output.shared_memory:
+                placements[output.name] = output.shared_memory
         decode = (
             _infer_result
             if not placements

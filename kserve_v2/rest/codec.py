@@ -23,8 +23,9 @@ Example::
 from __future__ import annotations
 
 import json
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from json.encoder import encode_basestring
 from typing import Any, Final
 
 import numpy.typing as npt
@@ -46,6 +47,8 @@ from kserve_v2.messages import (
     OutputTensor,
     ServerMetadata,
     TensorMetadata,
+    new_infer_result,
+    new_output_tensor,
 )
 from kserve_v2.parameters import ParameterValue
 from kserve_v2.tensors import InferInput, RequestedOutput, SharedMemoryPlacement
@@ -73,6 +76,14 @@ BINARY_TYPE: Final = "application/octet-stream"
 _HEADER_LENGTH_LOWER: Final = HEADER_LENGTH.lower()
 # Datatypes with no JSON form: sent binary even when JSON is the default.
 _BINARY_ONLY: Final = frozenset({Datatype.FP16, Datatype.BF16})
+# The scanner behind json.loads (a decoder with the default settings; typeshed omits it).
+_SCAN_JSON: Final[Callable[[str, int], tuple[Any, int]]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
+# What the encoder writes for a string (ensure_ascii=False: only '"', '\\' and controls escaped).
+_json_str: Final = encode_basestring
+_BINARY_DATA_FLAG: Final = {
+    True: ',"parameters":{"binary_data":true}},',
+    False: ',"parameters":{"binary_data":false}},',
+}
 _DUMPS = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode
 
 
@@ -182,6 +193,87 @@ def _finish(header: dict[str, Any], blobs: list[BytesLike]) -> EncodedBody:
     )
 
 
+def _plain_binary_request(
+    request: InferRequest, binary_inputs: bool, binary_outputs: bool
+) -> EncodedBody | None:
+    """The body of the usual request, with its JSON header written as text; ``None`` when the
+    request has anything else (the general encoder then takes it).
+
+    Usual: no request parameters, every input binary with no parameters and not in shared
+    memory, every output asked for by name (and binary flag) only. The text is exactly what the
+    general encoder produces for such a request (same keys in the same order, compact
+    separators, strings escaped by the same function), at a fraction of the cost of building
+    and dumping dicts.
+    """
+    if request.parameters or type(request.id) is not str or not request.inputs:
+        return None
+    text = ['{"id":', _json_str(request.id), ","] if request.id else ["{"]
+    if not request.outputs and binary_outputs:
+        text.append('"parameters":{"binary_data_output":true},')
+    text.append('"inputs":[')
+    blobs: list[BytesLike] = []
+    length = 0
+    for tensor in request.inputs:
+        name = tensor.name
+        shape = tensor.shape
+        if (
+            tensor.shared_memory is not None
+            or tensor.parameters
+            or not (binary if (binary := tensor.binary) is not None else binary_inputs)
+            or type(name) is not str
+        ):
+            return None
+        for dim in shape:
+            if type(dim) is not int:
+                return None
+        wire = tensor.wire_bytes()
+        size = wire.nbytes if type(wire) is memoryview else memoryview(wire).nbytes
+        length += size
+        blobs.append(wire)
+        text += (
+            '{"name":',
+            _json_str(name),
+            ',"shape":[',
+            ",".join(map(str, shape)),
+            '],"datatype":"',
+            tensor.datatype._value_,
+            '","parameters":{"binary_data_size":',
+            str(size),
+            "}},",
+        )
+    text[-1] = "}}]"  # the last input's closing, without its comma
+    if request.outputs:
+        text.append(',"outputs":[')
+        for output in request.outputs:
+            name = output.name
+            flag = output.binary
+            if (
+                output.parameters
+                or output.shared_memory is not None
+                or output.class_count
+                or type(name) is not str
+                or (flag is not None and type(flag) is not bool)
+            ):
+                return None
+            if flag is None and binary_outputs:
+                flag = True
+            if flag is None:
+                text += ('{"name":', _json_str(name), "},")
+            else:
+                text += ('{"name":', _json_str(name), _BINARY_DATA_FLAG[flag])
+        text[-1] = text[-1][:-1] + "]"  # drop the last output's comma
+    text.append("}")
+    try:
+        head = "".join(text).encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate: the general encoder says what is wrong
+        return None
+    return EncodedBody(
+        (("Content-Type", BINARY_TYPE), (HEADER_LENGTH, str(len(head)))),
+        (head, *blobs),
+        len(head) + length,
+    )
+
+
 def encode_infer_request(
     request: InferRequest, *, binary_inputs: bool = True, binary_outputs: bool = True
 ) -> EncodedBody:
@@ -191,6 +283,16 @@ def encode_infer_request(
     ``None``. FP16 and BF16 inputs always travel binary (they have no JSON form). With no
     outputs named, ``binary_outputs`` sets the request-level ``binary_data_output``.
     """
+    plain = _plain_binary_request(request, binary_inputs, binary_outputs)
+    if plain is not None:
+        return plain
+    return _encode_infer_request(request, binary_inputs, binary_outputs)
+
+
+def _encode_infer_request(
+    request: InferRequest, binary_inputs: bool, binary_outputs: bool
+) -> EncodedBody:
+    """The general request encoder: a dict per tensor, dumped as JSON."""
     header: dict[str, Any] = {}
     if request.id:
         header["id"] = request.id
@@ -242,6 +344,26 @@ def encode_infer_response(result: InferResult, *, binary: bool = True) -> Encode
 
 def decode_json_object(data: BytesLike, what: str = "body") -> dict[str, Any]:
     """Parse a JSON object; anything else raises :class:`ProtocolError` saying what was wrong."""
+    # Fast path for the usual body, an object with nothing around it: the decoder's scanner
+    # called directly skips json.loads' checks and whitespace matching, and plain UTF-8 is
+    # cheaper than "utf-8-sig". Anything else (a BOM, whitespace, errors) takes the full path.
+    try:
+        text = str(data, "utf-8")
+    except UnicodeDecodeError:
+        text = ""
+    if text[:1] == "{" and text[-1] == "}":
+        try:
+            obj, end = _SCAN_JSON(text, 0)
+        except (ValueError, StopIteration, RecursionError):
+            pass
+        else:
+            if end == len(text):
+                return obj  # type: ignore[no-any-return]  # "{" always scans to a dict
+    return _decode_json_object(data, what)
+
+
+def _decode_json_object(data: BytesLike, what: str) -> dict[str, Any]:
+    """The general path of :func:`decode_json_object`, with its error messages."""
     try:
         # Decoding the view directly saves a copy into bytes; a leading BOM is tolerated.
         obj = json.loads(str(data, "utf-8-sig"))
@@ -257,7 +379,9 @@ def decode_json_object(data: BytesLike, what: str = "body") -> dict[str, Any]:
 
 
 def _split_body(body: BytesLike, header_length: str | int | None) -> tuple[memoryview, memoryview]:
-    view = memoryview(body).cast("B") if not isinstance(body, bytes) else memoryview(body)
+    view = memoryview(body)
+    if type(body) is not bytearray and not isinstance(body, bytes):  # those are flat bytes
+        view = view.cast("B")
     if header_length is None:
         return view, view[len(view) :]
     # Only decimal digits: int() would also take "1_0", "+5" and non-ASCII digits.
@@ -319,15 +443,6 @@ def _parameters(obj: Mapping[str, Any], what: str) -> dict[str, ParameterValue]:
     return params
 
 
-@dataclass(slots=True)
-class _DecodedTensor:
-    name: str
-    datatype: Datatype
-    shape: tuple[int, ...]
-    parameters: dict[str, ParameterValue]
-    data: npt.NDArray[Any] | None
-
-
 def _where(what: str, index: int, name: object = None) -> str:
     """Names an entry in error messages (built only when something is wrong)."""
     return f"{what}[{index}]" if name is None else f"{what}[{index}] ({name!r})"
@@ -336,17 +451,24 @@ def _where(what: str, index: int, name: object = None) -> str:
 _PARAMETER_TYPES: Final = frozenset({bool, int, float, str})  # what JSON decoding yields
 
 
-def _checked_parameters(params: object, where: str) -> dict[str, ParameterValue]:
+def _checked_parameters(
+    params: object, what: str, index: int, name: str
+) -> dict[str, ParameterValue]:
     if type(params) is not dict:
-        raise ProtocolError(f"{where}: 'parameters' must be an object", value=params)
+        raise ProtocolError(
+            f"{_where(what, index, name)}: 'parameters' must be an object", value=params
+        )
     for key, value in params.items():
         if type(value) not in _PARAMETER_TYPES:
             raise ProtocolError(
-                f"{where}: parameter {key!r} must be a string, number or boolean, got "
-                f"{type(value).__name__}",
+                f"{_where(what, index, name)}: parameter {key!r} must be a string, number or "
+                f"boolean, got {type(value).__name__}",
                 value=value,
             )
     return params
+
+
+_NO_PLACEMENTS: Final[Mapping[str, SharedMemoryPlacement]] = {}
 
 
 def _decode_tensors(
@@ -354,13 +476,19 @@ def _decode_tensors(
     binary: memoryview,
     what: str,
     *,
-    data_optional: bool,
-    without_data: Collection[str] = (),
-) -> list[_DecodedTensor]:
-    # The hot path of every response: plain type checks, error text built only on failure.
+    placements: Mapping[str, SharedMemoryPlacement] = _NO_PLACEMENTS,
+) -> list[OutputTensor]:
+    """The tensor entries of a body, each as an :class:`OutputTensor` (requests' inputs too).
+
+    Every entry must carry data, binary data or a shared-memory region, except those named in
+    ``placements`` (outputs the request placed in shared memory): those decode with
+    ``data=None`` and the placement's ``shared_memory_*`` parameters filled in.
+    """
+    # The hot path of every response: one pass, plain type checks, error text built only on
+    # failure, and the result objects built straight away (no intermediate records).
     if type(entries) is not list:
         raise ProtocolError(f"{what} must be an array, got {type(entries).__name__}")
-    out: list[_DecodedTensor] = []
+    out: list[OutputTensor] = []
     offset = 0
     available = len(binary)
     for index, entry in enumerate(entries):
@@ -387,11 +515,9 @@ def _decode_tensors(
                     value=shape,
                 )
         raw_params = entry.get("parameters")
-        params = (
-            {} if raw_params is None else _checked_parameters(raw_params, _where(what, index, name))
-        )
+        params = {} if raw_params is None else _checked_parameters(raw_params, what, index, name)
         data: npt.NDArray[Any] | None = None
-        size = params.pop("binary_data_size", None)
+        size = params.pop("binary_data_size", None) if params else None
         if size is not None:
             if type(size) is not int or size < 0:
                 raise ProtocolError(
@@ -412,11 +538,13 @@ def _decode_tensors(
             offset = end
         elif "data" in entry:
             data = from_json_data(entry["data"], datatype, shape, name=name)
-        elif not (data_optional or name in without_data or "shared_memory_region" in params):
+        elif name in placements:
+            params = {**placements[name].as_parameters(), **params}
+        elif "shared_memory_region" not in params:
             raise ProtocolError(
                 f"{_where(what, index, name)} carries no data, binary data or shared-memory region"
             )
-        out.append(_DecodedTensor(name, datatype, tuple(shape), params, data))
+        out.append(new_output_tensor(name, datatype._value_, tuple(shape), data, params))
     if offset != available:
         raise ProtocolError(
             f"binary data is {available} bytes but the {what} account for {offset}",
@@ -451,22 +579,24 @@ def decode_infer_response(
     """
     head, binary = _split_body(body, header_length)
     obj = decode_json_object(head, "inference response")
-    placements = shared_memory or {}
-    tensors = _decode_tensors(
-        obj.get("outputs", []), binary, "outputs", data_optional=False, without_data=placements
+    outputs = _decode_tensors(
+        obj.get("outputs", []), binary, "outputs", placements=shared_memory or _NO_PLACEMENTS
     )
-    for tensor in tensors:
-        placement = placements.get(tensor.name)
-        if tensor.data is None and placement is not None:
-            tensor.parameters = {**placement.as_parameters(), **tensor.parameters}
-    return InferResult(
-        model_name=_optional_str(obj, "model_name", "inference response"),
-        model_version=_optional_str(obj, "model_version", "inference response"),
-        id=_optional_str(obj, "id", "inference response"),
-        parameters=_parameters(obj, "inference response"),
-        outputs=tuple(
-            OutputTensor(t.name, t.datatype._value_, t.shape, t.data, t.parameters) for t in tensors
-        ),
+    model_name = obj.get("model_name", "")
+    model_version = obj.get("model_version", "")
+    request_id = obj.get("id", "")
+    if type(model_name) is not str or type(model_version) is not str or type(request_id) is not str:
+        # Absent, null or not a string: _optional_str says which (in this order).
+        model_name = _optional_str(obj, "model_name", "inference response")
+        model_version = _optional_str(obj, "model_version", "inference response")
+        request_id = _optional_str(obj, "id", "inference response")
+    parameters = obj.get("parameters")
+    return new_infer_result(
+        model_name,
+        model_version,
+        request_id,
+        {} if parameters is None else _parameters(obj, "inference response"),
+        tuple(outputs),
     )
 
 
@@ -482,21 +612,21 @@ def decode_infer_request(
         raise ProtocolError("raw binary request: its tensor needs the model's metadata to decode")
     head, binary = _split_body(body, header_length)
     obj = decode_json_object(head, "inference request")
-    tensors = _decode_tensors(
-        _expect(obj, "inputs", list, "inference request"), binary, "inputs", data_optional=False
-    )
+    tensors = _decode_tensors(_expect(obj, "inputs", list, "inference request"), binary, "inputs")
     inputs = []
     for t in tensors:
+        datatype = DATATYPE_BY_NAME[t.datatype]
+        parameters = dict(t.parameters)
         try:
             if t.data is None:
-                placement = _shared_memory_placement(t.parameters, f"input {t.name!r}")
+                placement = _shared_memory_placement(parameters, f"input {t.name!r}")
                 inputs.append(
                     InferInput(
                         t.name,
                         None,
-                        datatype=t.datatype,
+                        datatype=datatype,
                         shape=t.shape,
-                        parameters=t.parameters,
+                        parameters=parameters,
                         shared_memory=placement,
                         allow_reserved=True,
                     )
@@ -506,8 +636,8 @@ def decode_infer_request(
                     InferInput(
                         t.name,
                         t.data,
-                        datatype=t.datatype,
-                        parameters=t.parameters,
+                        datatype=datatype,
+                        parameters=parameters,
                         allow_reserved=True,
                     )
                 )

@@ -172,6 +172,8 @@ class ResponseParser:
         "_chunk_left",
         "_end",
         "_head_request",
+        "_last_head",
+        "_last_parse",
         "_max_header_size",
         "_remaining",
         "_scan",
@@ -207,6 +209,8 @@ class ResponseParser:
         self._chunk_left = 0
         self._trailer_bytes = 0
         self._body_view: memoryview | None = None
+        self._last_head = ""  # never a real head: those have a status line
+        self._last_parse: tuple[str, int, str, dict[str, str]] = ("", 0, "", {})
         self.stream = False
         self.status = 0
         self.reason = ""
@@ -453,36 +457,21 @@ class ResponseParser:
         """Parse the head in ``buf[start:idx]`` and set up the body framing."""
         self._start = idx + 4
         self._scan = idx + 4
-        lines = self._buf[start:idx].decode("latin-1").split("\r\n")
-        status_line = lines[0]
-        version, _, rest = status_line.partition(" ")
-        # One dict lookup validates and converts the code ("2x0", "²00", " 20" miss).
-        status = _STATUS_CODES.get(rest[:3], 0)
-        if (
-            not status
-            or (version != "HTTP/1.1" and version != "HTTP/1.0")
-            or (len(rest) > 3 and rest[3] != " ")
-        ):
-            raise ProtocolError("malformed HTTP status line", value=_preview(status_line))
-        headers: dict[str, str] = {}
-        for i in range(1, len(lines)):
-            line = lines[i]
-            name, sep, value = line.partition(":")
-            # name[:1] is also "" (hence "in") for an empty name; a leading space is obsolete
-            # line folding, a trailing one is forbidden before the colon (RFC 9112 5.1).
-            if not sep or name[:1] in " \t" or name[-1] in " \t":
-                raise ProtocolError("malformed HTTP header line", value=_preview(line))
-            name = name.lower()
-            value = value.strip(" \t")
-            if name in headers:
-                headers[name] = headers[name] + ", " + value
-            else:
-                headers[name] = value
+        text = self._buf[start:idx].decode("latin-1")
+        # A connection mostly sees the same head over and over (same model, same sizes): the
+        # last head's parse is reused when the text is identical. Callers get their own dict.
+        if text == self._last_head:
+            version, status, reason, parsed = self._last_parse
+        else:
+            version, status, reason, parsed = _parse_head_text(text)
+            self._last_head = text
+            self._last_parse = (version, status, reason, parsed)
         if status < 200 and status != 101:
             # Interim response (100 Continue, 103 Early Hints): skip it, a final one follows.
             return
+        headers = parsed.copy()
         self.status = status
-        self.reason = rest[4:]
+        self.reason = reason
         self.headers = headers
         self.head_done = True
         connection = headers.get("connection")
@@ -545,6 +534,36 @@ class ResponseParser:
         self._remaining = length - avail
         self._start = self._end = 0
         self._state = _LENGTH
+
+
+def _parse_head_text(text: str) -> tuple[str, int, str, dict[str, str]]:
+    """The HTTP version, status code, reason and headers (lower-case names) of a head."""
+    lines = text.split("\r\n")
+    status_line = lines[0]
+    version, _, rest = status_line.partition(" ")
+    # One dict lookup validates and converts the code ("2x0", "²00", " 20" miss).
+    status = _STATUS_CODES.get(rest[:3], 0)
+    if (
+        not status
+        or (version != "HTTP/1.1" and version != "HTTP/1.0")
+        or (len(rest) > 3 and rest[3] != " ")
+    ):
+        raise ProtocolError("malformed HTTP status line", value=_preview(status_line))
+    headers: dict[str, str] = {}
+    del lines[0]
+    for line in lines:
+        name, sep, value = line.partition(":")
+        # name[:1] is also "" (hence "in") for an empty name; a leading space is obsolete
+        # line folding, a trailing one is forbidden before the colon (RFC 9112 5.1).
+        if not sep or name[:1] in " \t" or name[-1] in " \t":
+            raise ProtocolError("malformed HTTP header line", value=_preview(line))
+        name = name.lower()
+        value = value.strip(" \t")
+        if name in headers:
+            headers[name] = headers[name] + ", " + value
+        else:
+            headers[name] = value
+    return version, status, rest[4:], headers
 
 
 def _tokens(value: str) -> list[str]:

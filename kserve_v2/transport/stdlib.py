@@ -268,6 +268,7 @@ class _Pool:
         "_cond",
         "_count",
         "_idle",
+        "_lock",
         "_waiting",
         "limit",
         "origin",
@@ -286,7 +287,10 @@ class _Pool:
         self.limit = limit
         self.ssl_context = ssl_context
         self.server_hostname = server_hostname
-        self._cond = threading.Condition(threading.Lock())
+        # Entered as the bare lock (the condition's own): Condition.__enter__/__exit__ are
+        # Python functions, two extra calls per checkout and checkin.
+        self._lock = threading.Lock()
+        self._cond = threading.Condition(self._lock)
         self._idle: list[_Connection] = []
         self._count = 0
         self._waiting = 0
@@ -295,7 +299,7 @@ class _Pool:
     def checkout(self, deadline: float | None) -> _Connection | None:
         """Return an idle connection, or ``None`` when the caller may open a new one."""
         cond = self._cond
-        with cond:
+        with self._lock:
             while True:
                 if self._closed:
                     raise TransportError("the transport is closed", url=self.origin.url)
@@ -320,7 +324,7 @@ class _Pool:
                     self._waiting -= 1
 
     def checkin(self, conn: _Connection, now: float) -> None:
-        with self._cond:
+        with self._lock:
             if self._closed:
                 self._count -= 1
                 conn.close()
@@ -334,13 +338,13 @@ class _Pool:
     def discard(self, conn: _Connection | None) -> None:
         if conn is not None:
             conn.close()
-        with self._cond:
+        with self._lock:
             self._count -= 1
             if self._waiting:
                 self._cond.notify()
 
     def close(self) -> None:
-        with self._cond:
+        with self._lock:
             self._closed = True
             idle, self._idle = self._idle, []
             self._count -= len(idle)

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from kserve_v2.datatypes import Datatype, numpy_dtype
 from kserve_v2.errors import InvalidInputError, ProtocolError, ServerError
 from kserve_v2.messages import InferRequest, InferResult, OutputTensor
+from kserve_v2.rest import codec
 from kserve_v2.rest.codec import (
     HEADER_LENGTH,
     EncodedBody,
@@ -34,10 +35,17 @@ from kserve_v2.rest.codec import (
 from kserve_v2.tensors import InferInput, RequestedOutput, SharedMemoryPlacement
 from tests.strategies import (
     BINARY_INFER_REQUESTS,
+    BINARY_INPUTS,
     INFER_RESULTS,
     JSON_INFER_REQUESTS,
     JSON_INFER_RESULTS,
     MIXED_INFER_REQUESTS,
+    NAMES,
+    REQUEST_PARAMETERS,
+    REQUESTED_OUTPUTS,
+    SELF_ROUTED_INPUTS,
+    SHARED_MEMORY_INPUTS,
+    TENSORS,
     assert_tensor_equal,
 )
 
@@ -657,6 +665,139 @@ def test_request_round_trip_mixing_json_and_binary(
     request: InferRequest, binary_outputs: bool
 ) -> None:
     _round_trip_request(request, binary_inputs=True, binary_outputs=binary_outputs)
+
+
+# -- the text-built header of the usual request (codec._plain_binary_request) -----------------
+
+# Names that need JSON escaping or cannot be UTF-8 encoded (a lone surrogate), and plain ones.
+ODD_NAMES = st.one_of(
+    NAMES, st.sampled_from(['"', "\\", "a\x00\n\x1f", "é", "日本", "\u2028", "\ud800", "x y/z"])
+)
+# Inputs with nothing but a name and data (the usual case), sent binary or not.
+PLAIN_INPUTS = st.builds(
+    lambda name, tensor, binary: InferInput(name, tensor[1], datatype=tensor[0], binary=binary),
+    ODD_NAMES,
+    TENSORS,
+    st.sampled_from([None, None, True, False]),
+)
+# Outputs asked for by name (and binary flag) only.
+PLAIN_OUTPUTS = st.builds(
+    RequestedOutput, ODD_NAMES, binary=st.sampled_from([None, None, True, False])
+)
+
+
+def _requests(
+    inputs: st.SearchStrategy[InferInput],
+    outputs: st.SearchStrategy[RequestedOutput],
+    parameters: st.SearchStrategy[dict[str, Any]],
+) -> st.SearchStrategy[InferRequest]:
+    return st.builds(
+        InferRequest,
+        model_name=NAMES,
+        inputs=st.lists(inputs, max_size=3, unique_by=lambda t: t.name).map(tuple),
+        outputs=st.lists(outputs, max_size=3, unique_by=lambda o: o.name).map(tuple),
+        id=st.one_of(st.just(""), ODD_NAMES),
+        parameters=parameters,
+    )
+
+
+# Requests the fast path takes (mostly), and requests with every other kind of tensor mixed in.
+PLAIN_REQUESTS = st.one_of(
+    _requests(PLAIN_INPUTS, PLAIN_OUTPUTS, st.just({})),
+    _requests(
+        st.one_of(PLAIN_INPUTS, BINARY_INPUTS, SELF_ROUTED_INPUTS, SHARED_MEMORY_INPUTS),
+        st.one_of(PLAIN_OUTPUTS, REQUESTED_OUTPUTS),
+        st.one_of(st.just({}), REQUEST_PARAMETERS),
+    ),
+)
+
+
+@settings(max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(PLAIN_REQUESTS, st.sampled_from([True, True, True, False]), st.booleans())
+def test_the_plain_request_fast_path_writes_what_the_general_encoder_writes(
+    request: InferRequest, binary_inputs: bool, binary_outputs: bool
+) -> None:
+    plain = codec._plain_binary_request(request, binary_inputs, binary_outputs)
+    try:
+        general = codec._encode_infer_request(request, binary_inputs, binary_outputs)
+    except InvalidInputError:
+        assert plain is None  # the fast path leaves refusals to the general encoder
+        return
+    if plain is not None:
+        assert plain.headers == general.headers
+        assert [bytes(p) for p in plain.parts] == [bytes(p) for p in general.parts]
+        assert plain.length == general.length
+    assert (
+        encode_infer_request(
+            request, binary_inputs=binary_inputs, binary_outputs=binary_outputs
+        ).join()
+        == general.join()
+    )
+
+
+def test_the_usual_request_takes_the_fast_path() -> None:
+    request = InferRequest(
+        "simple",
+        (
+            InferInput("INPUT0", np.arange(16, dtype=np.int32).reshape(1, 16)),
+            InferInput("INPUT1", np.ones((1, 16), dtype=np.int32)),
+        ),
+        (RequestedOutput("OUTPUT0"), RequestedOutput("OUTPUT1")),
+    )
+    plain = codec._plain_binary_request(request, True, True)
+    assert plain is not None
+    assert plain.join() == codec._encode_infer_request(request, True, True).join()
+    assert codec._plain_binary_request(InferRequest("m", request.inputs), True, True) is not None
+
+
+# -- decode_json_object's fast path ------------------------------------------------------------
+
+# JSON texts as servers send them (compact, spaced, with a BOM or surrounding whitespace),
+# non-objects, broken and truncated ones, deep nesting, and bytes that are not UTF-8.
+_JSON_TEXTS = st.one_of(
+    st.recursive(
+        st.one_of(
+            st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False), st.text(max_size=4)
+        ),
+        lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner),
+        max_leaves=6,
+    ).flatmap(
+        lambda value: st.sampled_from(
+            [
+                json.dumps(value),
+                json.dumps(value, separators=(",", ":"), ensure_ascii=False),
+                json.dumps(value, indent=1),
+            ]
+        )
+    ),
+    st.text(max_size=12),
+)
+
+
+@settings(max_examples=1000, deadline=None)
+@given(
+    st.one_of(
+        st.tuples(
+            st.sampled_from(["", "\ufeff", " ", "\ufeff\ufeff", "\n"]),
+            _JSON_TEXTS,
+            st.sampled_from(["", " ", "}", "x", "\r\n"]),
+        ).map(lambda t: "".join(t).encode("utf-8", "surrogatepass")),
+        st.binary(max_size=40),
+        st.just(b'{"a":' * 5000 + b"1" + b"}" * 5000),
+    ),
+    st.sampled_from([bytes, bytearray, memoryview]),
+)
+def test_the_json_object_fast_path_gives_what_the_general_path_gives(
+    data: bytes,
+    kind: type,
+) -> None:
+    def outcome(decode: Any) -> Any:
+        try:
+            return decode(kind(data), "body")
+        except ProtocolError as exc:
+            return ("error", exc.message, exc.value)
+
+    assert outcome(decode_json_object) == outcome(codec._decode_json_object)
 
 
 def _assert_result_round_trip(decoded: InferResult, original: InferResult) -> None:

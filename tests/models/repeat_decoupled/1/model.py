@@ -4,14 +4,20 @@ Response i carries OUT = IN and IDX = [i]; after the last one a response-less CO
 flag ends the stream, so REPEAT = 0 yields no data response at all. DELAY_MS (optional) waits
 before each response; ERROR_AT (optional) sends an error response in place of response
 number ERROR_AT, then carries on.
+
+When the server's environment names a file in KSERVE_V2_SEND_LOG (the benchmarks do), each
+request appends "<responses sent> <seconds its send loop took>" to it: the rate at which the
+model itself produced responses, to compare with the rate a client received them.
 """
 
+import os
 import time
 
 import numpy as np
 import triton_python_backend_utils as pb_utils
 
 ERROR_MESSAGE = "kserve-v2 test failure: deliberate error"
+SEND_LOG = os.environ.get("KSERVE_V2_SEND_LOG")
 
 
 def _optional_scalar(request, name, default):
@@ -27,6 +33,7 @@ class TritonPythonModel:
             repeat = int(_optional_scalar(request, "REPEAT", 0))
             delay_s = max(float(_optional_scalar(request, "DELAY_MS", 0.0)), 0.0) / 1000.0
             error_at = int(_optional_scalar(request, "ERROR_AT", -1))
+            started, sent = time.perf_counter(), 0
             for index in range(repeat):
                 if request.is_cancelled():
                     break
@@ -42,5 +49,9 @@ class TritonPythonModel:
                         ]
                     )
                 sender.send(response)
+                sent += 1
+            if SEND_LOG:
+                with open(SEND_LOG, "a") as log:
+                    log.write(f"{sent} {time.perf_counter() - started:.9f}\n")
             sender.send(flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
         return None
