@@ -85,6 +85,8 @@ class AsyncClient(ClientBase):
             which needs no grpcio and costs far less CPU per call; or ``"grpcio"``, which is
             needed for ``grpc_credentials``, ``grpc_keepalive`` and grpcio channel arguments
             beyond the message size limits.
+        max_response_size: largest response accepted, in bytes (``None``: no limit); see
+            :class:`~kserve_v2.Client`.
 
     Over gRPC (``grpc://host:8001``, ``grpcs://...``) one HTTP/2 channel carries every call;
     it is opened on first use inside the running event loop and belongs to that loop. See
@@ -112,6 +114,7 @@ class AsyncClient(ClientBase):
         grpc_credentials: Any = None,
         grpc_keepalive: GRPCKeepAlive | None = None,
         grpc_transport: str = "native",
+        max_response_size: int | None = None,
     ) -> None:
         super().__init__(
             url,
@@ -128,9 +131,10 @@ class AsyncClient(ClientBase):
             grpc_credentials=grpc_credentials,
             grpc_keepalive=grpc_keepalive,
             grpc_transport=grpc_transport,
+            max_response_size=max_response_size,
         )
-        if transport is not None and self.protocol == "grpc":
-            raise InvalidInputError("transport= applies to HTTP; gRPC clients own a channel")
+        if transport is not None:
+            self._check_foreign_transport()
         self._io: Any = transport if transport is not None else self._default_io(pool_size)
         self._owns_io = transport is None
         if max_concurrency is not None and (

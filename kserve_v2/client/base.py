@@ -18,6 +18,7 @@ from kserve_v2.messages import (
     RepositoryModel,
     ServerMetadata,
 )
+from kserve_v2.transport.base import check_max_response_size
 
 if TYPE_CHECKING:
     from kserve_v2.grpc.channel import GRPCKeepAlive
@@ -141,8 +142,10 @@ class ClientBase:
         grpc_credentials: Any = None,
         grpc_keepalive: GRPCKeepAlive | None = None,
         grpc_transport: str = "native",
+        max_response_size: int | None = None,
     ) -> None:
         self.endpoint: Endpoint = parse_url(url)
+        self.max_response_size = check_max_response_size(max_response_size)
         for name, value in (("timeout", timeout), ("connect_timeout", connect_timeout)):
             if value is not None and (isinstance(value, bool) or not value > 0):
                 raise InvalidInputError(f"{name} must be a positive number or None", value=value)
@@ -184,6 +187,11 @@ class ClientBase:
             # gRPC always accepts gzip/deflate answers; the server chooses whether to compress.
             check_compression(accept_compression, "accept_compression")
             check_compression(request_compression, "request_compression")
+            if max_response_size is not None:  # explicit grpc_options win
+                grpc_options = {
+                    "grpc.max_receive_message_length": max_response_size,
+                    **(grpc_options or {}),
+                }
             self._grpc_config = channel_config(
                 self.endpoint,
                 tls=tls,
@@ -202,6 +210,17 @@ class ClientBase:
                 compression=request_compression,
             )
 
+    def _check_foreign_transport(self) -> None:
+        """A transport passed in: only HTTP clients take one, and it has its own settings."""
+        if self.protocol == "grpc":
+            raise InvalidInputError("transport= applies to HTTP; gRPC clients own a channel")
+        if self.max_response_size is not None:
+            raise InvalidInputError(
+                "max_response_size is a setting of the default transport; "
+                "give it to the transport passed as transport=",
+                value=self.max_response_size,
+            )
+
     def _transport_kwargs(self, pool_size: int) -> dict[str, Any]:
         """Arguments for the default HTTP transports (sync and async take the same)."""
         if isinstance(pool_size, bool) or not isinstance(pool_size, int) or pool_size < 1:
@@ -218,6 +237,7 @@ class ClientBase:
             "key_file": tls.key_file,
             "ssl_context": tls.ssl_context,
             "server_hostname": tls.server_hostname,
+            "max_response_size": self.max_response_size,
         }
 
     @property

@@ -83,6 +83,14 @@ class Client(ClientBase):
             which needs no grpcio and costs far less CPU per call; or ``"grpcio"``, which is
             needed for ``grpc_credentials``, ``grpc_keepalive`` and grpcio channel arguments
             beyond the message size limits.
+        max_response_size: largest response accepted, in bytes (``None``: no limit): over
+            HTTP the body as received and after decompression (refused before it is
+            allocated when its ``Content-Length`` says so; compressed bodies are never
+            inflated past it), over gRPC each message received. Beyond it: over HTTP a
+            :class:`~kserve_v2.ProtocolError`, over gRPC a :class:`~kserve_v2.ServerError`
+            with ``grpc_code == "RESOURCE_EXHAUSTED"`` (as gRPC reports it). Set it when the
+            server is not trusted; streamed HTTP bodies (``generate_stream``) are not limited.
+            With ``transport=``, give the limit to that transport instead.
 
     Over gRPC (``grpc://host:8001``, ``grpcs://...``) one HTTP/2 channel carries every call:
     ``pool_size`` and ``binary`` do not apply, ``connect_timeout`` is bounded by each call's
@@ -110,6 +118,7 @@ class Client(ClientBase):
         grpc_credentials: Any = None,
         grpc_keepalive: GRPCKeepAlive | None = None,
         grpc_transport: str = "native",
+        max_response_size: int | None = None,
     ) -> None:
         super().__init__(
             url,
@@ -126,9 +135,10 @@ class Client(ClientBase):
             grpc_credentials=grpc_credentials,
             grpc_keepalive=grpc_keepalive,
             grpc_transport=grpc_transport,
+            max_response_size=max_response_size,
         )
-        if transport is not None and self.protocol == "grpc":
-            raise InvalidInputError("transport= applies to HTTP; gRPC clients own a channel")
+        if transport is not None:
+            self._check_foreign_transport()
         self._io: Any = transport if transport is not None else self._default_io(pool_size)
         self._owns_io = transport is None
 

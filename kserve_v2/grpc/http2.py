@@ -108,10 +108,13 @@ def _decompress(data: bytes | bytearray, encoding: str | None, limit: int | None
         )
     engine = zlib.decompressobj(wbits)
     try:
-        out = engine.decompress(data, limit if limit is not None else 0)
-        if engine.unconsumed_tail or (limit is not None and len(out) >= limit and not engine.eof):
-            raise ProtocolError(
-                f"a compressed message decompresses to more than the {limit}-byte limit"
+        # One byte beyond the limit tells a message that is too large from one that fits
+        # exactly (whose end-of-stream marker may still be unread at the limit).
+        out = engine.decompress(data, limit + 1 if limit is not None else 0)
+        if limit is not None and len(out) > limit:
+            raise ServerError(
+                f"a compressed message decompresses to more than the {limit}-byte limit",
+                grpc_code="RESOURCE_EXHAUSTED",
             )
         if not engine.eof:
             raise ProtocolError(f"truncated {encoding} message")

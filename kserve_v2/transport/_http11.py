@@ -29,6 +29,7 @@ __all__ = [
     "ResponseParser",
     "StreamDecoder",
     "body_length",
+    "body_too_large",
     "decode_body",
     "serialize_head",
 ]
@@ -164,6 +165,10 @@ class ResponseParser:
 
     With ``stream=True`` the body is not accumulated: decoded-from-framing pieces are appended
     to :attr:`pieces` as they arrive, for the caller to take.
+
+    ``max_body_size`` bounds an accumulated body: a larger ``Content-Length`` is refused before
+    anything is allocated, a chunked or until-EOF body as soon as it grows past the limit
+    (:class:`ProtocolError`; the connection must not be reused).
     """
 
     __slots__ = (
@@ -174,6 +179,7 @@ class ResponseParser:
         "_head_request",
         "_last_head",
         "_last_parse",
+        "_max_body_size",
         "_max_header_size",
         "_remaining",
         "_scan",
@@ -192,10 +198,14 @@ class ResponseParser:
         "stream",
     )
 
-    def __init__(self, max_header_size: int = DEFAULT_MAX_HEADER_SIZE) -> None:
+    def __init__(
+        self, max_header_size: int = DEFAULT_MAX_HEADER_SIZE, max_body_size: int | None = None
+    ) -> None:
         if max_header_size < 64:
             raise ValueError("max_header_size must be at least 64 bytes")
         self._max_header_size = max_header_size
+        # Largest accumulated body (streamed bodies are not limited: they are not kept).
+        self._max_body_size = max_body_size
         # The scratch buffer holds the head, framing lines and small bodies. It never changes
         # size (memoryviews of it are handed out), so it is also the recv size.
         self._buf = bytearray(max_header_size)
@@ -380,6 +390,7 @@ class ResponseParser:
                         self.pieces.append(bytes(buf[start : start + take]))
                     else:
                         self.body += self._view[start : start + take]
+                        self._check_growth()
                     self._start = start = start + take
                     self._chunk_left -= take
                 if self._chunk_left:
@@ -433,12 +444,19 @@ class ResponseParser:
                         self.pieces.append(bytes(buf[start:end]))
                     else:
                         self.body += self._view[start:end]
+                        self._check_growth()
                 self._start = self._end = 0
                 return
             else:  # _LENGTH (entered from _parse_head with an empty scratch) or _DONE
                 if state == _DONE and start != end:
                     self.keep_alive = False
                 return
+
+    def _check_growth(self) -> None:
+        limit = self._max_body_size
+        if limit is not None and len(self.body) > limit:
+            self.keep_alive = False
+            raise body_too_large(limit)
 
     def _compact(self) -> None:
         """Make room at the end of the scratch buffer by moving unconsumed bytes to the front."""
@@ -512,6 +530,9 @@ class ResponseParser:
             self._remaining = length
             self._state = _LENGTH_STREAM
             return
+        if self._max_body_size is not None and length > self._max_body_size:
+            self.keep_alive = False
+            raise body_too_large(self._max_body_size, length)
         start = self._start
         avail = self._end - start
         if length <= avail:
@@ -534,6 +555,22 @@ class ResponseParser:
         self._remaining = length - avail
         self._start = self._end = 0
         self._state = _LENGTH
+
+
+class _BodyTooLarge(ProtocolError):
+    """A body beyond the limit (apart so that decoding never mistakes it for corrupt data)."""
+
+
+def body_too_large(
+    limit: int, length: int | None = None, *, decoded: bool = False
+) -> ProtocolError:
+    """The error for a response body beyond ``max_response_size`` (``length``: as announced)."""
+    what = "decompressed response body" if decoded else "response body"
+    size = f"of {length} bytes " if length is not None else ""
+    return _BodyTooLarge(
+        f"{what} {size}is larger than max_response_size ({limit} bytes)",
+        value=length if length is not None else limit,
+    )
 
 
 def _parse_head_text(text: str) -> tuple[str, int, str, dict[str, str]]:
@@ -616,11 +653,20 @@ def _codings(content_encoding: str) -> list[str] | None:
     return [c for c in codings if c != "identity"]
 
 
-def _inflate_all(data: bytes | bytearray, wbits: int, what: str) -> bytes:
+def _inflate_all(data: bytes | bytearray, wbits: int, what: str, limit: int | None) -> bytes:
     out: list[bytes] = []
+    total = 0
     while True:
         obj = zlib.decompressobj(wbits)
-        out.append(obj.decompress(data))
+        if limit is None:
+            piece = obj.decompress(data)
+        else:
+            # One byte beyond the limit is enough to know: a bomb never inflates in memory.
+            piece = obj.decompress(data, limit - total + 1)
+            total += len(piece)
+            if total > limit:
+                raise body_too_large(limit, decoded=True)
+        out.append(piece)
         if not obj.eof:
             raise ProtocolError(f"truncated {what} response body")
         data = obj.unused_data
@@ -629,12 +675,14 @@ def _inflate_all(data: bytes | bytearray, wbits: int, what: str) -> bytes:
             return b"".join(out)
 
 
-def decode_body(body: bytearray, content_encoding: str) -> bytearray:
+def decode_body(body: bytearray, content_encoding: str, limit: int | None = None) -> bytearray:
     """Undo ``Content-Encoding`` (gzip, x-gzip, deflate; stacked codings too) on a whole body.
 
     ``deflate`` is accepted both zlib-wrapped (what RFC 9110 means) and raw (what some servers
     send), as browsers do. A body with an unknown coding (``br``, ``zstd``) is returned as is;
-    the caller still sees the ``content-encoding`` header. Corrupt data raises ProtocolError.
+    the caller still sees the ``content-encoding`` header. Corrupt data raises ProtocolError,
+    and so does a body that decompresses to more than ``limit`` bytes (each coding's output
+    is bounded, so a small "decompression bomb" never inflates in memory).
     """
     if not body:
         return body
@@ -647,13 +695,15 @@ def decode_body(body: bytearray, content_encoding: str) -> bytearray:
             if coding == "deflate":
                 if _looks_like_zlib(data):
                     try:
-                        data = _inflate_all(data, zlib.MAX_WBITS, "deflate")
+                        data = _inflate_all(data, zlib.MAX_WBITS, "deflate", limit)
                         continue
+                    except _BodyTooLarge:
+                        raise
                     except (zlib.error, ProtocolError):
                         pass  # a raw stream whose first bytes happen to look like a header
-                data = _inflate_all(data, -zlib.MAX_WBITS, "deflate")
+                data = _inflate_all(data, -zlib.MAX_WBITS, "deflate", limit)
             else:
-                data = _inflate_all(data, _GZIP_WBITS, "gzip")
+                data = _inflate_all(data, _GZIP_WBITS, "gzip", limit)
         except zlib.error as exc:
             raise ProtocolError(f"cannot decode {coding} response body: {exc}") from exc
     return bytearray(data)

@@ -32,7 +32,13 @@ from kserve_v2.transport._http11 import (
     decode_body,
     serialize_head,
 )
-from kserve_v2.transport.base import BytesLike, HTTPRequest, HTTPResponse, deadline_after
+from kserve_v2.transport.base import (
+    BytesLike,
+    HTTPRequest,
+    HTTPResponse,
+    check_max_response_size,
+    deadline_after,
+)
 from kserve_v2.transport.stdlib import Origin, StrPath, make_ssl_context, parse_origin
 
 __all__ = ["AsyncHTTPTransport"]
@@ -78,10 +84,12 @@ def _byte_views(body: Sequence[BytesLike]) -> list[BytesLike]:
 class _Connection(asyncio.BufferedProtocol):
     """One keep-alive connection; the event loop feeds the parser directly."""
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, max_head: int) -> None:
+    def __init__(
+        self, loop: asyncio.AbstractEventLoop, max_head: int, max_body: int | None
+    ) -> None:
         self.loop = loop
         self.lost: asyncio.Future[None] = loop.create_future()
-        self.parser = ResponseParser(max_head)
+        self.parser = ResponseParser(max_head, max_body)
         self.transport: asyncio.Transport | None = None
         self.waiter: asyncio.Future[None] | None = None
         self.drain_waiter: asyncio.Future[None] | None = None
@@ -417,6 +425,7 @@ class AsyncHTTPTransport:
         ssl_context: ssl.SSLContext | None = None,
         server_hostname: str | None = None,
         max_header_size: int = DEFAULT_MAX_HEADER_SIZE,
+        max_response_size: int | None = None,
     ) -> None:
         if max_connections < 1:
             raise InvalidInputError("max_connections must be at least 1", value=max_connections)
@@ -424,6 +433,7 @@ class AsyncHTTPTransport:
         self._connect_timeout = connect_timeout
         self._max_connections = max_connections
         self._max_header_size = max_header_size
+        self._max_response_size = check_max_response_size(max_response_size)
         self._server_hostname = server_hostname
         self._ssl_context = ssl_context
         # Built on first https use, so that plain-http users never load a trust store.
@@ -478,7 +488,7 @@ class AsyncHTTPTransport:
         self._release(pool, conn)
         encoding = headers.get("content-encoding")
         if encoding is not None:
-            data = decode_body(data, encoding)
+            data = decode_body(data, encoding, self._max_response_size)
         return HTTPResponse(status, headers, data, reason)
 
     @asynccontextmanager
@@ -594,10 +604,10 @@ class AsyncHTTPTransport:
                 raise DeadlineExceededError("request timed out", url=origin.url)
             timeout = remaining if timeout is None else min(timeout, remaining)
         ctx = pool.ssl_context
-        max_head = self._max_header_size
+        max_head, max_body = self._max_header_size, self._max_response_size
         try:
             connecting = loop.create_connection(
-                lambda: _Connection(loop, max_head),
+                lambda: _Connection(loop, max_head, max_body),
                 origin.host,
                 origin.port,
                 ssl=ctx,

@@ -14,6 +14,9 @@ Contract every transport keeps:
 * ``HTTPRequest.timeout`` bounds the whole exchange. For ``stream``/``astream`` it bounds
   connecting, sending and receiving the response head; each later read of the body then waits
   at most that long for new bytes (an event stream may outlive any whole-request timeout).
+* A transport made with ``max_response_size`` refuses a complete response whose body, as
+  received or decompressed, is larger (:class:`kserve_v2.errors.ProtocolError`, before the
+  body is allocated when its size is announced); streamed bodies are not limited.
 * Failures are raised as :class:`kserve_v2.errors.TransportError`, timeouts as
   :class:`kserve_v2.errors.DeadlineExceededError`; an HTTP error status is *not* an exception
   at this layer.
@@ -27,6 +30,8 @@ from contextlib import AbstractAsyncContextManager, AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
+from kserve_v2.errors import InvalidInputError
+
 __all__ = [
     "AsyncStreamingResponse",
     "AsyncTransport",
@@ -35,6 +40,7 @@ __all__ = [
     "HTTPResponse",
     "StreamingResponse",
     "Transport",
+    "check_max_response_size",
     "deadline_after",
 ]
 
@@ -46,6 +52,15 @@ def deadline_after(timeout: float | None, now: float) -> float | None:
     transport computes it. None for no timeout, and for an infinite one: sockets, select and
     timers cannot wait ``math.inf`` seconds."""
     return None if timeout is None or timeout == math.inf else now + timeout
+
+
+def check_max_response_size(value: int | None) -> int | None:
+    """Validate a ``max_response_size`` argument: a positive number of bytes, or None."""
+    if value is not None and (type(value) is not int or value < 1):
+        raise InvalidInputError(
+            "max_response_size must be a positive number of bytes or None", value=value
+        )
+    return value
 
 
 @dataclass(frozen=True, slots=True)

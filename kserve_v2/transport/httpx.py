@@ -25,8 +25,13 @@ from kserve_v2.errors import (
     ProtocolError,
     TransportError,
 )
-from kserve_v2.transport._http11 import body_length
-from kserve_v2.transport.base import BytesLike, HTTPRequest, HTTPResponse
+from kserve_v2.transport._http11 import body_length, body_too_large
+from kserve_v2.transport.base import (
+    BytesLike,
+    HTTPRequest,
+    HTTPResponse,
+    check_max_response_size,
+)
 from kserve_v2.transport.stdlib import StrPath, make_ssl_context, parse_origin
 
 if TYPE_CHECKING:
@@ -74,6 +79,7 @@ class _Common:
 
     _httpx: Any
     _base: str | None
+    _max_response_size: int | None
     _owns_client: bool
     _client: Any
 
@@ -94,8 +100,10 @@ class _Common:
         key_password: str | None,
         ssl_context: ssl.SSLContext | None,
         server_hostname: str | None,
+        max_response_size: int | None,
     ) -> Any:
         httpx = self._httpx = _import_httpx()
+        self._max_response_size = check_max_response_size(max_response_size)
         self._base = None
         if url is not None:
             origin, path = parse_origin(url)
@@ -161,6 +169,28 @@ class _Common:
         return url, headers, content, self._httpx.Timeout(timed, connect=connect)
 
 
+def _check_announced(response: Any, limit: int) -> None:
+    """Refuse a body whose Content-Length is beyond the limit before reading any of it."""
+    announced = response.headers.get("content-length", "")
+    if announced.isdigit() and int(announced) > limit:
+        raise body_too_large(limit, int(announced))
+
+
+def _check_size(response: Any, body: bytearray, limit: int) -> None:
+    if len(body) > limit:
+        raise body_too_large(limit, decoded="content-encoding" in response.headers)
+
+
+def _limited(response: Any, limit: int, pieces: Iterator[bytes]) -> bytearray:
+    """Read a streamed body, refusing it once it exceeds ``limit`` bytes."""
+    _check_announced(response, limit)
+    body = bytearray()
+    for piece in pieces:
+        body += piece
+        _check_size(response, body, limit)
+    return body
+
+
 def _finite(timeout: float | None) -> float | None:
     # httpx waits "None" seconds for ever; math.inf overflows its socket calls.
     return None if timeout == math.inf else timeout
@@ -176,6 +206,11 @@ class HTTPXTransport(_Common):
             a client is created from the remaining arguments (same meaning as for
             :class:`~kserve_v2.transport.HTTPTransport`) and owned by the transport.
         server_hostname: TLS SNI / certificate host name (httpx ``sni_hostname`` extension).
+        max_response_size: largest response body accepted, as announced and after
+            decompression (``None``: no limit); a larger one raises
+            :class:`~kserve_v2.errors.ProtocolError`. httpx inflates a compressed body one
+            received piece at a time, so the check comes after each piece (a piece of a
+            "decompression bomb" can inflate about a thousandfold before it is refused).
 
     Timeouts: ``HTTPRequest.timeout`` becomes httpx's per-phase timeout (connect, each read,
     each write, pool wait), not a bound on the whole exchange.
@@ -204,6 +239,7 @@ class HTTPXTransport(_Common):
         key_password: str | None = None,
         ssl_context: ssl.SSLContext | None = None,
         server_hostname: str | None = None,
+        max_response_size: int | None = None,
     ) -> None:
         self._client: _httpx.Client = self._setup(
             url,
@@ -220,6 +256,7 @@ class HTTPXTransport(_Common):
             key_password=key_password,
             ssl_context=ssl_context,
             server_hostname=server_hostname,
+            max_response_size=max_response_size,
         )
         # httpcore 1.0.x's sync pool can close a connection it has already handed to a request
         # queued for one (encode/httpcore#1110: "Bad file descriptor" when more threads than
@@ -249,16 +286,29 @@ class HTTPXTransport(_Common):
     def handle_request(self, request: HTTPRequest) -> HTTPResponse:
         """Send ``request`` and return the complete (decompressed) response."""
         url, headers, content, timeout = self._prepare(request)
+        limit = self._max_response_size
         with self._slot(request, url):
             try:
-                response = self._client.request(
-                    request.method,
-                    url,
-                    headers=headers,
-                    content=content,
-                    timeout=timeout,
-                    extensions=self._extensions,
-                )
+                if limit is None:
+                    response = self._client.request(
+                        request.method,
+                        url,
+                        headers=headers,
+                        content=content,
+                        timeout=timeout,
+                        extensions=self._extensions,
+                    )
+                    body: BytesLike = response.content
+                else:
+                    with self._client.stream(
+                        request.method,
+                        url,
+                        headers=headers,
+                        content=content,
+                        timeout=timeout,
+                        extensions=self._extensions,
+                    ) as response:
+                        body = _limited(response, limit, response.iter_bytes())
             except self._httpx.HTTPError as exc:
                 raise _translate(exc, url) from exc
             except OSError as exc:  # e.g. a TLS alert httpcore does not wrap
@@ -266,7 +316,7 @@ class HTTPXTransport(_Common):
         return HTTPResponse(
             response.status_code,
             dict(response.headers.items()),
-            response.content,
+            body,
             response.reason_phrase,
         )
 
@@ -369,6 +419,7 @@ class AsyncHTTPXTransport(_Common):
         key_password: str | None = None,
         ssl_context: ssl.SSLContext | None = None,
         server_hostname: str | None = None,
+        max_response_size: int | None = None,
     ) -> None:
         self._client: _httpx.AsyncClient = self._setup(
             url,
@@ -385,6 +436,7 @@ class AsyncHTTPXTransport(_Common):
             key_password=key_password,
             ssl_context=ssl_context,
             server_hostname=server_hostname,
+            max_response_size=max_response_size,
         )
 
     @property
@@ -401,15 +453,33 @@ class AsyncHTTPXTransport(_Common):
     async def handle_async_request(self, request: HTTPRequest) -> HTTPResponse:
         """Send ``request`` and return the complete (decompressed) response."""
         url, headers, content, timeout = self._aprepare(request)
+        limit = self._max_response_size
         try:
-            response = await self._client.request(
-                request.method,
-                url,
-                headers=headers,
-                content=content,
-                timeout=timeout,
-                extensions=self._extensions,
-            )
+            if limit is None:
+                response = await self._client.request(
+                    request.method,
+                    url,
+                    headers=headers,
+                    content=content,
+                    timeout=timeout,
+                    extensions=self._extensions,
+                )
+                body: BytesLike = response.content
+            else:
+                async with self._client.stream(
+                    request.method,
+                    url,
+                    headers=headers,
+                    content=content,
+                    timeout=timeout,
+                    extensions=self._extensions,
+                ) as response:
+                    _check_announced(response, limit)
+                    received = bytearray()
+                    async for piece in response.aiter_bytes():
+                        received += piece
+                        _check_size(response, received, limit)
+                    body = received
         except self._httpx.HTTPError as exc:
             raise _translate(exc, url) from exc
         except OSError as exc:  # e.g. a TLS alert httpcore does not wrap (anyio TLS streams)
@@ -417,7 +487,7 @@ class AsyncHTTPXTransport(_Common):
         return HTTPResponse(
             response.status_code,
             dict(response.headers.items()),
-            response.content,
+            body,
             response.reason_phrase,
         )
 

@@ -35,7 +35,13 @@ from kserve_v2.transport._http11 import (
     decode_body,
     serialize_head,
 )
-from kserve_v2.transport.base import BytesLike, HTTPRequest, HTTPResponse, deadline_after
+from kserve_v2.transport.base import (
+    BytesLike,
+    HTTPRequest,
+    HTTPResponse,
+    check_max_response_size,
+    deadline_after,
+)
 
 __all__ = ["HTTPTransport", "Origin", "make_ssl_context", "parse_origin"]
 
@@ -192,10 +198,17 @@ class _Connection:
         "tls",
     )
 
-    def __init__(self, sock: socket.socket, tls: bool, timeout: float | None, max_head: int):
+    def __init__(
+        self,
+        sock: socket.socket,
+        tls: bool,
+        timeout: float | None,
+        max_head: int,
+        max_body: int | None,
+    ):
         self.sock = sock
         self.tls = tls
-        self.parser = ResponseParser(max_head)
+        self.parser = ResponseParser(max_head, max_body)
         self.reused = False
         self.idle_since = 0.0
         # Plain sockets on Linux stay in blocking mode with SO_RCVTIMEO/SO_SNDTIMEO bounding
@@ -377,6 +390,11 @@ class HTTPTransport:
         server_hostname: host name for SNI and certificate checks, when it differs from the
             host connected to (e.g. connecting by IP address).
         max_header_size: largest response head accepted (protects against hostile servers).
+        max_response_size: largest response body accepted, in bytes, as received and after
+            decompression (``None``: no limit). A larger one raises
+            :class:`~kserve_v2.errors.ProtocolError`, before it is allocated when its
+            ``Content-Length`` says so, and a compressed one is never inflated beyond it.
+            Streamed bodies (:meth:`stream`) are not limited.
 
     Example::
 
@@ -403,6 +421,7 @@ class HTTPTransport:
         ssl_context: ssl.SSLContext | None = None,
         server_hostname: str | None = None,
         max_header_size: int = DEFAULT_MAX_HEADER_SIZE,
+        max_response_size: int | None = None,
     ) -> None:
         if max_connections < 1:
             raise InvalidInputError("max_connections must be at least 1", value=max_connections)
@@ -410,6 +429,7 @@ class HTTPTransport:
         self._connect_timeout = connect_timeout
         self._max_connections = max_connections
         self._max_header_size = max_header_size
+        self._max_response_size = check_max_response_size(max_response_size)
         self._server_hostname = server_hostname
         self._ssl_context = ssl_context
         # Built on first https use, so that plain-http users never load a trust store.
@@ -464,7 +484,7 @@ class HTTPTransport:
             pool.discard(conn)
         encoding = headers.get("content-encoding")
         if encoding is not None:
-            data = decode_body(data, encoding)
+            data = decode_body(data, encoding, self._max_response_size)
         return HTTPResponse(status, headers, data, reason)
 
     @contextmanager
@@ -587,7 +607,9 @@ class HTTPTransport:
         except (ssl.SSLError, OSError) as exc:
             sock.close()
             raise TransportError(f"TLS handshake failed: {exc}", url=origin.url) from exc
-        return _Connection(sock, origin.tls, timeout, self._max_header_size)
+        return _Connection(
+            sock, origin.tls, timeout, self._max_header_size, self._max_response_size
+        )
 
     def _exchange(
         self,

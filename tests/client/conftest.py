@@ -35,7 +35,11 @@ KINDS = SYNC_KINDS + ASYNC_KINDS
 
 # Client options that a transport passed in must be given itself (the client applies only
 # its per-request timeout to a foreign transport).
-_TRANSPORT_OPTIONS = {"connect_timeout": "connect_timeout", "pool_size": "max_connections"}
+_TRANSPORT_OPTIONS = {
+    "connect_timeout": "connect_timeout",
+    "pool_size": "max_connections",
+    "max_response_size": "max_response_size",
+}
 
 
 class ClientUnderTest:

@@ -24,10 +24,13 @@ import numpy.typing as npt
 import pytest
 
 from kserve_v2 import (
+    AsyncClient,
+    Client,
     DeadlineExceededError,
     InferInput,
     InvalidInputError,
     ModelMetadata,
+    ProtocolError,
     RequestedOutput,
     ServerError,
     TensorMetadata,
@@ -456,6 +459,29 @@ def test_request_body_is_compressed(connect: Connect, encoding: str, chosen_by: 
     assert len(body) < sent.nbytes // 10
     head_length = int(lower_headers(send)["inference-header-content-length"])
     assert len(decompress(body, encoding)) == head_length + sent.nbytes
+
+
+@pytest.mark.parametrize("encoding", [None, "gzip"])
+def test_max_response_size_refuses_larger_responses(connect: Connect, encoding: str | None) -> None:
+    sent = np.zeros((256, 1024), dtype=np.int32)  # 1 MiB; gzip makes it about 1 KiB
+    tight = connect(max_response_size=512 << 10, accept_compression=encoding)
+    # Compressed, the body is small on the wire: the limit applies to it decompressed.
+    with pytest.raises(ProtocolError, match="max_response_size"):
+        tight.infer("identity_int32", {"INPUT0": sent})
+    # The client goes on working (the refused connection is not reused half-read).
+    assert tight.is_server_live()
+    roomy = connect(max_response_size=2 << 20, accept_compression=encoding)
+    result = roomy.infer("identity_int32", {"INPUT0": sent})
+    np.testing.assert_array_equal(result.as_numpy("OUTPUT0"), sent)
+
+
+@pytest.mark.parametrize("client_class", [Client, AsyncClient])
+def test_max_response_size_is_for_the_default_transport(triton: Any, client_class: type) -> None:
+    # Refused before the transport is used (or anything opened).
+    with pytest.raises(InvalidInputError, match="give it to the transport"):
+        client_class(triton.http_url, transport=object(), max_response_size=1 << 20)
+    with pytest.raises(InvalidInputError, match="max_response_size"):
+        client_class(triton.http_url, max_response_size=0)
 
 
 @pytest.mark.parametrize("encoding", [None, "gzip", "deflate"])

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import gzip
+import json
+
 import numpy as np
 import pytest
 
-from kserve_v2 import InferInput, InferRequest, InvalidInputError
+from kserve_v2 import AsyncClient, InferInput, InferRequest, InvalidInputError
 from kserve_v2.client.endpoint import parse_url
 from kserve_v2.client.http import HTTPProtocol
+from kserve_v2.transport import HTTPRequest, HTTPResponse
 
 
 def protocol(url: str, **options: object) -> HTTPProtocol:
@@ -94,3 +98,58 @@ def test_unknown_compressions_are_refused(encoding: str) -> None:
         protocol("http://gw:8000", request_compression=encoding)
     with pytest.raises(InvalidInputError):
         protocol("http://gw:8000").infer(simple_request(), compression=encoding)
+
+
+class RecordingTransport:
+    """An async transport that keeps the requests and answers each with a small JSON result."""
+
+    def __init__(self) -> None:
+        self.requests: list[HTTPRequest] = []
+
+    async def handle_async_request(self, request: HTTPRequest) -> HTTPResponse:
+        self.requests.append(request)
+        output = {"name": "OUTPUT0", "datatype": "INT32", "shape": [1], "data": [7]}
+        body = json.dumps({"model_name": "simple", "outputs": [output]}).encode()
+        return HTTPResponse(200, {"content-type": "application/json"}, body)
+
+    async def aclose(self) -> None:
+        pass
+
+
+async def test_async_infer_sends_the_call_options_or_else_the_client_defaults() -> None:
+    # AsyncClient.infer forwards no per-call options when none are given: both ways must
+    # build what the protocol builds.
+    transport = RecordingTransport()
+    inputs = {"INPUT0": np.zeros((1, 16), dtype=np.int32)}
+    async with AsyncClient(
+        "http://gw:8000/base",
+        transport=transport,  # type: ignore[arg-type]
+        headers={"Authorization": "Bearer t"},
+        timeout=5.0,
+    ) as client:
+        assert (await client.infer("simple", inputs)).as_numpy("OUTPUT0").tolist() == [7]
+        await client.infer(
+            "simple",
+            inputs,
+            headers=[("X-Call", "1")],
+            query=[("a", "b")],
+            timeout=0.5,
+            binary=False,
+            compression="gzip",
+        )
+    plain, custom = transport.requests
+    assert (plain.target, plain.timeout) == ("/base/v2/models/simple/infer", 5.0)
+    assert plain.headers == [
+        ("Authorization", "Bearer t"),
+        ("Content-Type", "application/octet-stream"),
+        ("Inference-Header-Content-Length", plain.headers[2][1]),
+    ]
+    assert (custom.target, custom.timeout) == ("/base/v2/models/simple/infer?a=b", 0.5)
+    assert custom.headers == [
+        ("Authorization", "Bearer t"),
+        ("Content-Type", "application/json"),
+        ("X-Call", "1"),
+        ("Content-Encoding", "gzip"),
+    ]
+    sent = json.loads(gzip.decompress(b"".join(bytes(part) for part in custom.body)))
+    assert sent["inputs"][0]["data"] == [0] * 16  # binary=False: the tensor as JSON

@@ -322,6 +322,23 @@ def test_grpc_options_reach_the_channel(grpc_url: str) -> None:
         assert info.value.grpc_code == "RESOURCE_EXHAUSTED"
 
 
+def test_max_response_size_limits_messages(grpc_url: str, grpc_transport: str) -> None:
+    small, large = np.ones((1, 4), np.float32), np.ones((64, 64), np.float32)
+    with Client(grpc_url, grpc_transport=grpc_transport, max_response_size=1024) as c:
+        c.infer("identity_fp32", {"INPUT0": small})
+        with pytest.raises(ServerError) as info:
+            c.infer("identity_fp32", {"INPUT0": large})
+        assert info.value.grpc_code == "RESOURCE_EXHAUSTED"
+    # An explicit grpc option wins over max_response_size.
+    options = {"grpc.max_receive_message_length": 1 << 20}
+    with Client(
+        grpc_url, grpc_transport=grpc_transport, max_response_size=1024, grpc_options=options
+    ) as c:
+        assert np.array_equal(
+            c.infer("identity_fp32", {"INPUT0": large}).as_numpy("OUTPUT0"), large
+        )
+
+
 # -------------------------------------------------------------- restricted protocols, repo
 
 

@@ -570,12 +570,15 @@ def test_compressed_message_problems() -> None:
 @pytest.mark.parametrize("encoding", ["gzip", "deflate"])
 def test_decompressed_size_is_limited(encoding: str) -> None:
     bomb = compress_message(bytes(1 << 20), encoding)  # 1 MiB of zeros, ~1 KiB compressed
-    response = CallResponse(limit=100_000)
-    response.headers([*RESPONSE, ("grpc-encoding", encoding)], False)
-    with pytest.raises(ProtocolError, match="100000-byte limit"):
-        response.data(memoryview(framed(bomb, flag=1)), False)
-    # Exactly the limit is fine.
     exact = compress_message(bytes(100_000), encoding)
+    for payload, limit in ((bomb, 100_000), (exact, 99_999)):
+        response = CallResponse(limit=limit)
+        response.headers([*RESPONSE, ("grpc-encoding", encoding)], False)
+        # What gRPC itself says of a message beyond the receive limit.
+        with pytest.raises(ServerError, match=f"{limit}-byte limit") as info:
+            response.data(memoryview(framed(payload, flag=1)), False)
+        assert info.value.grpc_code == "RESOURCE_EXHAUSTED"
+    # Exactly the limit is fine.
     response = CallResponse(limit=100_000)
     respond(
         response,

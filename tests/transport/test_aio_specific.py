@@ -63,9 +63,19 @@ async def test_many_concurrent_tasks(serve: Serve) -> None:
     assert server.connections <= 3
 
 
-async def test_cancelled_request_frees_its_connection(serve: Serve) -> None:
+async def _warm_up(transport: AsyncHTTPTransport) -> None:
+    """One exchange, so that the next request finds an idle keep-alive connection (and takes
+    the inlined path of handle_async_request instead of _exchange)."""
+    response = await transport.handle_async_request(HTTPRequest("POST", "/", body=[b"warm"]))
+    assert bytes(response.body) == b"warm"
+
+
+@pytest.mark.parametrize("warm", [False, True])
+async def test_cancelled_request_frees_its_connection(serve: Serve, warm: bool) -> None:
     server = serve(keep_alive(_slow_echo))
     async with AsyncHTTPTransport(server.url, max_connections=1) as transport:
+        if warm:
+            await _warm_up(transport)
         slow = asyncio.ensure_future(
             transport.handle_async_request(
                 HTTPRequest("POST", "/", headers=[("X-Delay", "1")], body=[b"slow"])
@@ -79,6 +89,66 @@ async def test_cancelled_request_frees_its_connection(serve: Serve) -> None:
         response = await transport.handle_async_request(HTTPRequest("POST", "/", body=[b"next"]))
         assert bytes(response.body) == b"next"
     assert server.connections == 2
+
+
+async def test_timeout_on_a_reused_connection(serve: Serve) -> None:
+    server = serve(keep_alive(_slow_echo))
+    async with AsyncHTTPTransport(server.url, max_connections=1) as transport:
+        await _warm_up(transport)
+        slow = HTTPRequest("POST", "/", headers=[("X-Delay", "1")], body=[b"slow"], timeout=0.2)
+        with pytest.raises(DeadlineExceededError, match="timed out"):
+            await transport.handle_async_request(slow)
+        # The pool's only slot came back; the connection with the late answer was dropped.
+        response = await transport.handle_async_request(HTTPRequest("POST", "/", body=[b"next"]))
+        assert bytes(response.body) == b"next"
+    assert server.connections == 2
+
+
+async def test_expired_deadline_on_a_reused_connection_sends_nothing(serve: Serve) -> None:
+    server = serve(keep_alive(_slow_echo))
+    async with AsyncHTTPTransport(server.url, max_connections=1) as transport:
+        await _warm_up(transport)
+        with pytest.raises(DeadlineExceededError, match="timed out"):
+            await transport.handle_async_request(HTTPRequest("POST", "/", body=[b"x"], timeout=0))
+        response = await transport.handle_async_request(HTTPRequest("POST", "/", body=[b"next"]))
+        assert bytes(response.body) == b"next"
+    assert [bytes(r.body) for r in server.requests] == [b"warm", b"next"]
+
+
+async def test_large_body_on_a_reused_connection(serve: Serve) -> None:
+    # Larger than one joined write: on Python 3.10/3.11 it goes out in slices (_exchange).
+    body = bytes(range(256)) * 4096
+    server = serve(keep_alive(echo_app))
+    async with AsyncHTTPTransport(server.url) as transport:
+        await _warm_up(transport)
+        for _ in range(2):
+            request = HTTPRequest("POST", "/", body=[b"<", memoryview(body), b">"])
+            response = await transport.handle_async_request(request)
+            assert bytes(response.body) == b"<" + body + b">"
+    assert server.connections == 1
+
+
+async def test_failed_retry_of_a_stale_connection_gives_its_slot_back(serve: Serve) -> None:
+    # The first connection answers once, then hangs up on the next request; every later
+    # connection hangs up on its first request: the one retry fails too.
+    answered: list[bool] = []
+
+    def handler(conn: ServerConn) -> None:
+        if conn.read_request() is None:
+            return
+        if not answered:
+            answered.append(True)
+            conn.respond(200, b"first")
+            conn.read_request()
+
+    server = serve(handler)
+    async with AsyncHTTPTransport(server.url, max_connections=1) as transport:
+        await transport.handle_async_request(HTTPRequest("POST", "/", body=[b"a"]))
+        for _ in range(2):  # the second one would wait for the slot if it had leaked
+            with pytest.raises(TransportError, match="without sending a response") as info:
+                await transport.handle_async_request(HTTPRequest("POST", "/", timeout=5))
+            assert not isinstance(info.value, DeadlineExceededError)
+    assert server.connections == 3
 
 
 async def test_cancelled_waiter_passes_its_turn_on(serve: Serve) -> None:

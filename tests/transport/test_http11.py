@@ -5,7 +5,7 @@ from __future__ import annotations
 import gzip
 import itertools
 import zlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import pytest
@@ -602,3 +602,104 @@ def test_stream_decoder_any_split(data: bytes, cuts: list[int], use_gzip: bool) 
     dec = StreamDecoder("gzip" if use_gzip else "deflate")
     out = b"".join(dec.decode(piece) for piece in split(encoded, cuts)) + dec.flush()
     assert out == data
+
+
+# -- max_response_size -------------------------------------------------------------------------
+
+
+def _framed(body: bytes, framing: str) -> tuple[bytes, bool]:
+    """A response carrying ``body`` with the given framing; whether it needs EOF to end."""
+    if framing == "length":
+        return b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % len(body) + body, False
+    if framing == "chunked":
+        chunks = b"".join(
+            b"%x\r\n%s\r\n" % (len(body[i : i + 7]), body[i : i + 7])
+            for i in range(0, len(body), 7)
+        )
+        return (
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" + chunks + b"0\r\n\r\n",
+            False,
+        )
+    return b"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n" + body, True
+
+
+@settings(max_examples=200, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    size=st.integers(0, 3000),
+    limit=st.integers(1, 3000),
+    framing=st.sampled_from(["length", "chunked", "eof"]),
+    cuts=st.lists(st.integers(0, 3100), max_size=6),
+)
+def test_body_limit_accepts_exactly_the_bodies_that_fit(
+    size: int, limit: int, framing: str, cuts: list[int]
+) -> None:
+    body = bytes(range(256)) * (size // 256) + bytes(size % 256)
+    raw, eof = _framed(body, framing)
+    parser = ResponseParser(max_body_size=limit)
+    if size <= limit:
+        feed(parser, split(raw, cuts), eof=eof)
+        assert parser.done
+        assert bytes(parser.body) == body
+    else:
+        with pytest.raises(ProtocolError, match="max_response_size") as info:
+            feed(parser, split(raw, cuts), eof=eof)
+        assert not parser.keep_alive
+        # An announced length is named in the error (and refused before any allocation).
+        assert info.value.value == (size if framing == "length" else limit)
+
+
+def test_body_limit_refuses_a_huge_announced_length_without_allocating() -> None:
+    parser = ResponseParser(max_body_size=1 << 20)
+    raw = b"HTTP/1.1 200 OK\r\nContent-Length: 999999999999999\r\n\r\n"
+    with pytest.raises(
+        ProtocolError, match=r"999999999999999 bytes is larger than max_response_size"
+    ):
+        feed(parser, [raw])
+
+
+def test_body_limit_leaves_streamed_bodies_alone() -> None:
+    body = b"x" * 5000
+    for framing in ("length", "chunked", "eof"):
+        raw, eof = _framed(body, framing)
+        parser = ResponseParser(max_body_size=10)
+        feed(parser, [raw], eof=eof, stream=True)
+        assert b"".join(parser.take_pieces()) == body
+
+
+_BOMB = b"\0" * (1 << 22)  # 4 MiB of zeros: a few KiB compressed
+
+
+@pytest.mark.parametrize(
+    ("encoding", "encode"),
+    [
+        ("gzip", gzip.compress),
+        ("deflate", zlib.compress),
+        ("deflate", lambda data: zlib.compress(data)[2:-4]),  # raw deflate
+        ("gzip", lambda data: gzip.compress(data[:1000]) + gzip.compress(data[1000:])),
+        ("gzip, deflate", lambda data: zlib.compress(gzip.compress(data))),
+    ],
+    ids=["gzip", "zlib-deflate", "raw-deflate", "gzip-members", "stacked"],
+)
+def test_decompression_is_bounded_by_the_limit(
+    encoding: str, encode: Callable[[bytes], bytes]
+) -> None:
+    compressed = bytearray(encode(_BOMB))
+    assert len(compressed) < 64 << 10
+    assert decode_body(compressed, encoding, len(_BOMB)) == _BOMB  # exactly the limit fits
+    with pytest.raises(ProtocolError, match="decompressed response body is larger") as info:
+        decode_body(compressed, encoding, len(_BOMB) - 1)
+    assert info.value.value == len(_BOMB) - 1
+    with pytest.raises(ProtocolError, match="max_response_size"):
+        decode_body(compressed, encoding, 1000)
+
+
+@settings(max_examples=100)
+@given(data=st.binary(max_size=2000), limit=st.integers(1, 2100), use_gzip=st.booleans())
+def test_decode_body_limit_property(data: bytes, limit: int, use_gzip: bool) -> None:
+    encoded = bytearray(gzip.compress(data) if use_gzip else zlib.compress(data))
+    encoding = "gzip" if use_gzip else "deflate"
+    if len(data) <= limit:
+        assert decode_body(encoded, encoding, limit) == data
+    else:
+        with pytest.raises(ProtocolError, match="max_response_size"):
+            decode_body(encoded, encoding, limit)

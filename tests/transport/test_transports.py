@@ -24,7 +24,8 @@ from kserve_v2.errors import (
     ProtocolError,
     TransportError,
 )
-from kserve_v2.transport import HTTPRequest
+from kserve_v2.transport import AsyncHTTPTransport, HTTPRequest, HTTPTransport
+from kserve_v2.transport.httpx import AsyncHTTPXTransport, HTTPXTransport
 from tests.transport.conftest import Runner
 from tests.transport.servers import (
     RawServer,
@@ -532,3 +533,63 @@ def test_closed_transport_refuses_requests(
     runner.close_transport()
     with pytest.raises(TransportError):
         runner.request(HTTPRequest("GET", "/"))
+
+
+# -- max_response_size -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("framing", ["length", "chunked"])
+def test_max_response_size_refuses_larger_bodies(
+    serve: Serve, make_runner: MakeRunner, framing: str
+) -> None:
+    def app(req: Request, conn: ServerConn) -> None:
+        body = b"x" * int(req.target.strip("/"))
+        if framing == "length":
+            conn.respond(200, body)
+        else:
+            conn.respond_chunked([body[i : i + 1000] for i in range(0, len(body), 1000)])
+
+    server = serve(keep_alive(app))
+    runner = make_runner(server.url, max_response_size=5000)
+    assert runner.request(HTTPRequest("GET", "/5000")).body == b"x" * 5000
+    with pytest.raises(ProtocolError, match="max_response_size") as info:
+        runner.request(HTTPRequest("GET", "/5001"))
+    assert info.value.value == (5001 if framing == "length" else 5000)
+    # The transport is still usable (the refused connection is not reused half-read).
+    assert runner.request(HTTPRequest("GET", "/10")).body == b"x" * 10
+
+
+@pytest.mark.parametrize("encoding", ["gzip", "deflate"])
+def test_max_response_size_bounds_decompression(
+    serve: Serve, make_runner: MakeRunner, encoding: str
+) -> None:
+    plain = b"\0" * (8 << 20)
+    bomb = gzip.compress(plain) if encoding == "gzip" else zlib.compress(plain)
+
+    def app(req: Request, conn: ServerConn) -> None:
+        conn.respond(200, bomb, [("Content-Encoding", encoding)])
+
+    server = serve(keep_alive(app))
+    with pytest.raises(ProtocolError, match="max_response_size"):
+        make_runner(server.url, max_response_size=1 << 20).request(HTTPRequest("GET", "/"))
+    fits = make_runner(server.url, max_response_size=len(plain))
+    assert fits.request(HTTPRequest("GET", "/")).body == plain
+
+
+def test_max_response_size_leaves_streams_alone(serve: Serve, make_runner: MakeRunner) -> None:
+    def app(req: Request, conn: ServerConn) -> None:
+        conn.respond_chunked([b"y" * 1000] * 5)
+
+    server = serve(keep_alive(app))
+    runner = make_runner(server.url, max_response_size=100)
+    _, _, pieces = runner.stream(HTTPRequest("GET", "/"))
+    assert b"".join(pieces) == b"y" * 5000
+
+
+@pytest.mark.parametrize("value", [0, -1, 1.5, "10", True])
+@pytest.mark.parametrize(
+    "transport", [HTTPTransport, AsyncHTTPTransport, HTTPXTransport, AsyncHTTPXTransport]
+)
+def test_max_response_size_is_validated(transport: type, value: object) -> None:
+    with pytest.raises(InvalidInputError, match="max_response_size"):
+        transport("http://127.0.0.1:1", max_response_size=value)
