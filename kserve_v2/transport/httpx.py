@@ -289,25 +289,17 @@ class HTTPXTransport(_Common):
         limit = self._max_response_size
         with self._slot(request, url):
             try:
+                options = {
+                    "headers": headers,
+                    "content": content,
+                    "timeout": timeout,
+                    "extensions": self._extensions,
+                }
                 if limit is None:
-                    response = self._client.request(
-                        request.method,
-                        url,
-                        headers=headers,
-                        content=content,
-                        timeout=timeout,
-                        extensions=self._extensions,
-                    )
+                    response = self._client.request(request.method, url, **options)
                     body: BytesLike = response.content
                 else:
-                    with self._client.stream(
-                        request.method,
-                        url,
-                        headers=headers,
-                        content=content,
-                        timeout=timeout,
-                        extensions=self._extensions,
-                    ) as response:
+                    with self._client.stream(request.method, url, **options) as response:
                         body = _limited(response, limit, response.iter_bytes())
             except self._httpx.HTTPError as exc:
                 raise _translate(exc, url) from exc
@@ -455,25 +447,17 @@ class AsyncHTTPXTransport(_Common):
         url, headers, content, timeout = self._aprepare(request)
         limit = self._max_response_size
         try:
+            options = {
+                "headers": headers,
+                "content": content,
+                "timeout": timeout,
+                "extensions": self._extensions,
+            }
             if limit is None:
-                response = await self._client.request(
-                    request.method,
-                    url,
-                    headers=headers,
-                    content=content,
-                    timeout=timeout,
-                    extensions=self._extensions,
-                )
+                response = await self._client.request(request.method, url, **options)
                 body: BytesLike = response.content
             else:
-                async with self._client.stream(
-                    request.method,
-                    url,
-                    headers=headers,
-                    content=content,
-                    timeout=timeout,
-                    extensions=self._extensions,
-                ) as response:
+                async with self._client.stream(request.method, url, **options) as response:
                     _check_announced(response, limit)
                     received = bytearray()
                     async for piece in response.aiter_bytes():

@@ -117,8 +117,8 @@ class RecordingTransport:
 
 
 async def test_async_infer_sends_the_call_options_or_else_the_client_defaults() -> None:
-    # AsyncClient.infer forwards no per-call options when none are given: both ways must
-    # build what the protocol builds.
+    # With and without per-call options, AsyncClient.infer sends what the client and the
+    # call ask for.
     transport = RecordingTransport()
     inputs = {"INPUT0": np.zeros((1, 16), dtype=np.int32)}
     async with AsyncClient(

@@ -64,8 +64,7 @@ async def test_many_concurrent_tasks(serve: Serve) -> None:
 
 
 async def _warm_up(transport: AsyncHTTPTransport) -> None:
-    """One exchange, so that the next request finds an idle keep-alive connection (and takes
-    the inlined path of handle_async_request instead of _exchange)."""
+    """One exchange, so that the next request finds an idle keep-alive connection."""
     response = await transport.handle_async_request(HTTPRequest("POST", "/", body=[b"warm"]))
     assert bytes(response.body) == b"warm"
 
@@ -116,7 +115,7 @@ async def test_expired_deadline_on_a_reused_connection_sends_nothing(serve: Serv
 
 
 async def test_large_body_on_a_reused_connection(serve: Serve) -> None:
-    # Larger than one joined write: on Python 3.10/3.11 it goes out in slices (_exchange).
+    # Larger than one joined write: on Python 3.10/3.11 it goes out in slices.
     body = bytes(range(256)) * 4096
     server = serve(keep_alive(echo_app))
     async with AsyncHTTPTransport(server.url) as transport:
