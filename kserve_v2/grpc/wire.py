@@ -20,7 +20,7 @@ response (bytes -> numpy)  2: parsing, then reading the ``bytes`` field   0: vie
 * :func:`decode_infer_response` returns ``raw_output_contents`` as memoryview slices of
   the received buffer (no copy), ready for ``numpy.frombuffer``; the small fields are
   decoded into plain values.
-* :func:`serialize_infer_request_fields` and :func:`decode_infer_response_fields` do the
+* :func:`encode_infer_request_fields` and :func:`decode_infer_response_fields` do the
   same with the message's fields as plain values and tuples; the codec uses them on every
   request, because building the frozen ``Wire*`` dataclasses costs more than the encoding.
 
@@ -73,7 +73,6 @@ __all__ = [
     "encode_infer_request",
     "encode_infer_request_fields",
     "serialize_infer_request",
-    "serialize_infer_request_fields",
 ]
 
 #: A parameter value as InferParameter carries it (bool, int64/uint64, double, string).
@@ -414,27 +413,6 @@ def serialize_infer_request(request: WireInferRequest) -> bytes:
     return encode_infer_request(request).tobytes()
 
 
-def serialize_infer_request_fields(
-    model_name: str,
-    model_version: str,
-    id: str,
-    parameters: Mapping[str, ParamValue],
-    inputs: Sequence[InputFields],
-    outputs: Sequence[RequestedOutputFields],
-    raw_input_contents: Sequence[BytesLike],
-) -> bytes:
-    """:func:`serialize_infer_request` of the request's fields given as plain values.
-
-    What the codec sends on every request: building the frozen :class:`WireInferRequest`
-    and its tensors would cost more than encoding them.
-    """
-    return b"".join(
-        encode_infer_request_fields(
-            model_name, model_version, id, parameters, inputs, outputs, raw_input_contents
-        )
-    )
-
-
 def encode_infer_request_fields(
     model_name: str,
     model_version: str,
@@ -444,8 +422,11 @@ def encode_infer_request_fields(
     outputs: Sequence[RequestedOutputFields],
     raw_input_contents: Sequence[BytesLike],
 ) -> list[BytesLike]:
-    """:func:`serialize_infer_request_fields` as the list of buffers it would join: the
-    tensors' entries are the caller's buffers (for transports that send buffers as they are).
+    """A ``ModelInferRequest`` of the request's fields given as plain values, as the list of
+    buffers to send back to back: the tensors' entries are the caller's buffers (for
+    transports that send buffers as they are; join them for one ``bytes``). What the codec
+    sends on every request: building the frozen :class:`WireInferRequest` and its tensors
+    would cost more than encoding them.
     """
     buffers, _ = _encode(
         model_name, model_version, id, parameters, inputs, outputs, raw_input_contents

@@ -140,8 +140,9 @@ class _Common:
             headers={"Accept-Encoding": "identity"},
         )
 
-    def _prepare(self, request: HTTPRequest) -> tuple[str, list[tuple[str, str]], Any, Any]:
-        """URL, headers, content and timeout arguments for ``client.request``."""
+    def _prepare(self, request: HTTPRequest) -> tuple[str, dict[str, Any]]:
+        """The URL and the keyword arguments (headers, content, timeout, extensions) for
+        ``client.request`` / ``client.stream``."""
         if self._client.is_closed:  # httpx would raise a bare RuntimeError
             raise TransportError("the transport is closed", url=self._base)
         target = request.target
@@ -156,39 +157,45 @@ class _Common:
             content = body[0] if single else _byte_views(body)
         elif request.method in ("POST", "PUT", "PATCH"):
             content = b""
-        timed = request.timeout
+        options = {
+            "headers": headers,
+            "content": content,
+            "timeout": self._timeout(request.timeout),
+            "extensions": self._extensions,
+        }
+        return url, options
+
+    def _timeout(self, timed: float | None) -> Any:
         if timed is None:
-            return url, headers, content, self._httpx.USE_CLIENT_DEFAULT
+            return self._httpx.USE_CLIENT_DEFAULT
         # A bare number would replace every phase's timeout, the connect timeout included:
         # keep the client's (shorter) connect timeout, as the default transports do.
         connect = self._client.timeout.connect
         if timed == math.inf:
-            return url, headers, content, self._httpx.Timeout(None, connect=connect)
+            return self._httpx.Timeout(None, connect=connect)
         if connect is None or connect > timed:
             connect = timed
-        return url, headers, content, self._httpx.Timeout(timed, connect=connect)
+        return self._httpx.Timeout(timed, connect=connect)
 
 
-def _check_announced(response: Any, limit: int) -> None:
-    """Refuse a body whose Content-Length is beyond the limit before reading any of it."""
-    announced = response.headers.get("content-length", "")
-    if announced.isdigit() and int(announced) > limit:
-        raise body_too_large(limit, int(announced))
+class _BoundedBody:
+    """A body read piece by piece and refused once it exceeds ``limit`` bytes; one announced
+    as larger (Content-Length) is refused before any of it is read."""
 
+    __slots__ = ("_decoded", "_limit", "data")
 
-def _check_size(response: Any, body: bytearray, limit: int) -> None:
-    if len(body) > limit:
-        raise body_too_large(limit, decoded="content-encoding" in response.headers)
+    def __init__(self, response: Any, limit: int) -> None:
+        announced = response.headers.get("content-length", "")
+        if announced.isdigit() and int(announced) > limit:
+            raise body_too_large(limit, int(announced))
+        self._limit = limit
+        self._decoded = "content-encoding" in response.headers
+        self.data = bytearray()
 
-
-def _limited(response: Any, limit: int, pieces: Iterator[bytes]) -> bytearray:
-    """Read a streamed body, refusing it once it exceeds ``limit`` bytes."""
-    _check_announced(response, limit)
-    body = bytearray()
-    for piece in pieces:
-        body += piece
-        _check_size(response, body, limit)
-    return body
+    def add(self, piece: bytes) -> None:
+        self.data += piece
+        if len(self.data) > self._limit:
+            raise body_too_large(self._limit, decoded=self._decoded)
 
 
 def _finite(timeout: float | None) -> float | None:
@@ -285,22 +292,19 @@ class HTTPXTransport(_Common):
 
     def handle_request(self, request: HTTPRequest) -> HTTPResponse:
         """Send ``request`` and return the complete (decompressed) response."""
-        url, headers, content, timeout = self._prepare(request)
+        url, options = self._prepare(request)
         limit = self._max_response_size
         with self._slot(request, url):
             try:
-                options = {
-                    "headers": headers,
-                    "content": content,
-                    "timeout": timeout,
-                    "extensions": self._extensions,
-                }
                 if limit is None:
                     response = self._client.request(request.method, url, **options)
                     body: BytesLike = response.content
                 else:
                     with self._client.stream(request.method, url, **options) as response:
-                        body = _limited(response, limit, response.iter_bytes())
+                        bounded = _BoundedBody(response, limit)
+                        for piece in response.iter_bytes():
+                            bounded.add(piece)
+                        body = bounded.data
             except self._httpx.HTTPError as exc:
                 raise _translate(exc, url) from exc
             except OSError as exc:  # e.g. a TLS alert httpcore does not wrap
@@ -315,16 +319,9 @@ class HTTPXTransport(_Common):
     @contextmanager
     def stream(self, request: HTTPRequest) -> Iterator[_HTTPXStreamingResponse]:
         """Send ``request``; give its response with a body to be read incrementally."""
-        url, headers, content, timeout = self._prepare(request)
+        url, options = self._prepare(request)
         with self._slot(request, url):
-            opener = self._client.stream(
-                request.method,
-                url,
-                headers=headers,
-                content=content,
-                timeout=timeout,
-                extensions=self._extensions,
-            )
+            opener = self._client.stream(request.method, url, **options)
             try:
                 response = opener.__enter__()
             except self._httpx.HTTPError as exc:
@@ -436,34 +433,26 @@ class AsyncHTTPXTransport(_Common):
         """The underlying ``httpx.AsyncClient``."""
         return self._client
 
-    def _aprepare(self, request: HTTPRequest) -> tuple[str, list[tuple[str, str]], Any, Any]:
-        url, headers, content, timeout = self._prepare(request)
-        if isinstance(content, list):
-            content = _aiter(content)  # AsyncClient refuses sync iterables
-        return url, headers, content, timeout
+    def _aprepare(self, request: HTTPRequest) -> tuple[str, dict[str, Any]]:
+        url, options = self._prepare(request)
+        if isinstance(options["content"], list):
+            options["content"] = _aiter(options["content"])  # AsyncClient refuses sync iterables
+        return url, options
 
     async def handle_async_request(self, request: HTTPRequest) -> HTTPResponse:
         """Send ``request`` and return the complete (decompressed) response."""
-        url, headers, content, timeout = self._aprepare(request)
+        url, options = self._aprepare(request)
         limit = self._max_response_size
         try:
-            options = {
-                "headers": headers,
-                "content": content,
-                "timeout": timeout,
-                "extensions": self._extensions,
-            }
             if limit is None:
                 response = await self._client.request(request.method, url, **options)
                 body: BytesLike = response.content
             else:
                 async with self._client.stream(request.method, url, **options) as response:
-                    _check_announced(response, limit)
-                    received = bytearray()
+                    bounded = _BoundedBody(response, limit)
                     async for piece in response.aiter_bytes():
-                        received += piece
-                        _check_size(response, received, limit)
-                    body = received
+                        bounded.add(piece)
+                    body = bounded.data
         except self._httpx.HTTPError as exc:
             raise _translate(exc, url) from exc
         except OSError as exc:  # e.g. a TLS alert httpcore does not wrap (anyio TLS streams)
@@ -478,15 +467,8 @@ class AsyncHTTPXTransport(_Common):
     @asynccontextmanager
     async def astream(self, request: HTTPRequest) -> AsyncIterator[_AsyncHTTPXStreamingResponse]:
         """Send ``request``; give its response with a body to be read incrementally."""
-        url, headers, content, timeout = self._aprepare(request)
-        opener = self._client.stream(
-            request.method,
-            url,
-            headers=headers,
-            content=content,
-            timeout=timeout,
-            extensions=self._extensions,
-        )
+        url, options = self._aprepare(request)
+        opener = self._client.stream(request.method, url, **options)
         try:
             response = await opener.__aenter__()
         except self._httpx.HTTPError as exc:

@@ -315,7 +315,7 @@ def test_request_bytes_equal_generated_serialization(request: WireInferRequest) 
     assert encoded.nbytes == len(joined)
     assert joined == message_from_request(request).SerializeToString(deterministic=True)
     assert wire.serialize_infer_request(request) == joined
-    fields = wire.serialize_infer_request_fields(
+    fields = wire.encode_infer_request_fields(
         request.model_name,
         request.model_version,
         request.id,
@@ -324,7 +324,7 @@ def test_request_bytes_equal_generated_serialization(request: WireInferRequest) 
         [(o.name, o.parameters) for o in request.outputs],
         request.raw_input_contents,
     )
-    assert fields == joined
+    assert b"".join(fields) == joined
 
 
 # Golden bytes, written out by hand from the encoding rules.
