@@ -68,7 +68,7 @@ def _kserve_op(url: str) -> Iterator[tuple[str, Callable[[], list[Any]]]]:
             result = client.infer("simple", INPUTS, outputs=OUTPUTS)
             return [result.as_numpy(name) for name in OUTPUTS]
 
-        yield f"kserve-v2 {kserve_v2.__version__}", op
+        yield f"kserve-v2 {kserve_v2.version.__version__}", op
 
 
 @contextmanager

@@ -151,8 +151,8 @@ def _kserve_shm(
     """The operation, the close and the reset (zero the output region) of a shared-memory
     scenario: one input and one output system region, created and registered here."""
     import kserve_v2
-    from kserve_v2.client.extensions import read_shared_memory_output
     from kserve_v2.datatypes import datatype_of
+    from kserve_v2.extensions import read_shared_memory_output
     from kserve_v2.shm import SystemSharedMemoryRegion
 
     ((name, array),) = inputs.items()

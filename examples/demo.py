@@ -95,7 +95,7 @@ async def demo_async(url: str) -> None:
 
 
 def main() -> int:
-    print(f"kserve-v2 {kserve_v2.__version__}: starting a local Triton on {MODELS} ...")
+    print(f"kserve-v2 {kserve_v2.version.__version__}: starting a local Triton on {MODELS} ...")
     start = time.perf_counter()
     with TritonServer(MODELS) as server:
         print(

@@ -15,7 +15,6 @@ Example::
 """
 
 from kserve_v2.client import AsyncClient, Client, WireMessage
-from kserve_v2.client.base import TLSOptions
 from kserve_v2.datatypes import Datatype
 from kserve_v2.errors import (
     DeadlineExceededError,
@@ -35,9 +34,9 @@ from kserve_v2.messages import (
     ServerMetadata,
     TensorMetadata,
 )
+from kserve_v2.options import TLSOptions
 from kserve_v2.tensors import InferInput, RequestedOutput, SharedMemoryPlacement
-
-__version__ = "0.1.0"
+from kserve_v2.version import __version__
 
 __all__ = [
     "AsyncClient",

@@ -2,6 +2,6 @@
 
 from kserve_v2.client.aio import AsyncClient
 from kserve_v2.client.sync import Client
-from kserve_v2.client.wire import WireMessage
+from kserve_v2.hooks import WireMessage
 
 __all__ = ["AsyncClient", "Client", "WireMessage"]

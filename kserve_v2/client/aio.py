@@ -7,33 +7,31 @@ from collections.abc import AsyncGenerator, Mapping
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from kserve_v2.client.base import (
-    DEFAULT_CONNECT_TIMEOUT,
-    DEFAULT_TIMEOUT,
-    Call,
-    ClientBase,
-    TLSOptions,
-)
-from kserve_v2.client.extensions import (
-    AsyncGenerateStream,
+from kserve_v2.arguments import (
+    Headers,
+    InputsArg,
+    OutputsArg,
+    build_infer_request,
     log_settings_update,
     normalize_load_request,
-    region_call,
     trace_settings_update,
 )
-from kserve_v2.client.http import Headers, HTTPProtocol, metrics_call
-from kserve_v2.client.requests import InputsArg, OutputsArg, build_infer_request
-from kserve_v2.client.wire import WireHook
+from kserve_v2.backend import Call
+from kserve_v2.client.base import ClientBase
+from kserve_v2.client.extensions import AsyncGenerateStream, region_call
 from kserve_v2.errors import InvalidInputError, TransportError
+from kserve_v2.hooks import WireHook
+from kserve_v2.interfaces import AsyncTransport
 from kserve_v2.messages import InferResult, ModelMetadata, RepositoryModel, ServerMetadata
 from kserve_v2.metrics import MetricFamily
+from kserve_v2.options import DEFAULT_CONNECT_TIMEOUT, DEFAULT_TIMEOUT, TLSOptions
 from kserve_v2.parameters import ParameterValue
+from kserve_v2.rest.backend import HTTPBackend, metrics_call
 from kserve_v2.rest.paths import QueryParams
-from kserve_v2.transport.base import AsyncTransport
 
 if TYPE_CHECKING:
-    from kserve_v2.grpc.channel import GRPCKeepAlive
     from kserve_v2.grpc.stream import AsyncGRPCStream
+    from kserve_v2.options import GRPCKeepAlive
     from kserve_v2.shm import CudaSharedMemoryRegion, SystemSharedMemoryRegion
 
 __all__ = ["AsyncClient"]
@@ -151,12 +149,12 @@ class AsyncClient(ClientBase):
     def _default_io(self, pool_size: int) -> Any:
         if self.protocol == "grpc":
             if self.grpc_transport == "native":
-                from kserve_v2.grpc.native import AsyncNativeGRPCChannel
+                from kserve_v2.transport.native import AsyncNativeGRPCChannel
 
                 return AsyncNativeGRPCChannel(
                     self._grpc_config, connect_timeout=self.connect_timeout
                 )
-            from kserve_v2.grpc.channel import AsyncGRPCChannel
+            from kserve_v2.transport.grpcio import AsyncGRPCChannel
 
             return AsyncGRPCChannel(self._grpc_config)
         from kserve_v2.transport.aio import AsyncHTTPTransport
@@ -350,10 +348,10 @@ class AsyncClient(ClientBase):
                 async for result in request:
                     print(result.as_numpy("IDX"), result.final)
         """
-        from kserve_v2.grpc.protocol import GRPCProtocol
+        from kserve_v2.grpc.backend import GRPCBackend
         from kserve_v2.grpc.stream import AsyncGRPCStream
 
-        if not isinstance(self._proto, GRPCProtocol):
+        if not isinstance(self._proto, GRPCBackend):
             raise InvalidInputError("streaming inference needs a grpc:// or grpcs:// URL")
         if self._closed:
             raise TransportError("the client is closed", url=self.url)
@@ -602,7 +600,7 @@ class AsyncClient(ClientBase):
         """Register a region object from :mod:`kserve_v2.shm` (system or CUDA) under its
         ``name``: the whole region, so placements from ``region.placement()`` fit it.
         Outputs the server writes to a region come back with ``data=None``; read them with
-        :func:`kserve_v2.client.extensions.read_shared_memory_output` (or ``region.ndarray``).
+        :func:`kserve_v2.extensions.read_shared_memory_output` (or ``region.ndarray``).
 
         Example::
 
@@ -698,8 +696,8 @@ class AsyncClient(ClientBase):
 
     # -- generate and metrics (HTTP only) ----------------------------------------------------
 
-    def _http_only(self, feature: str) -> HTTPProtocol:
-        if not isinstance(self._proto, HTTPProtocol):
+    def _http_only(self, feature: str) -> HTTPBackend:
+        if not isinstance(self._proto, HTTPBackend):
             raise InvalidInputError(f"{feature} is an HTTP-only extension")
         return self._proto
 

@@ -2,124 +2,21 @@
 
 from __future__ import annotations
 
-import ssl
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any
 
-from kserve_v2.client.endpoint import Endpoint, parse_url
-from kserve_v2.client.http import Headers, HTTPProtocol
-from kserve_v2.client.wire import WireHook, print_hook
+from kserve_v2.arguments import Headers, check_max_response_size
+from kserve_v2.backend import Backend
+from kserve_v2.endpoint import Endpoint, parse_url
 from kserve_v2.errors import InvalidInputError
-from kserve_v2.messages import (
-    InferRequest,
-    InferResult,
-    ModelMetadata,
-    RepositoryModel,
-    ServerMetadata,
-)
-from kserve_v2.transport.base import check_max_response_size
+from kserve_v2.hooks import WireHook, print_hook
+from kserve_v2.options import DEFAULT_CONNECT_TIMEOUT, DEFAULT_TIMEOUT, TLSOptions
+from kserve_v2.rest.backend import HTTPBackend
 
 if TYPE_CHECKING:
-    from kserve_v2.grpc.channel import GRPCKeepAlive
+    from kserve_v2.options import GRPCKeepAlive
 
-__all__ = ["Backend", "Call", "ClientBase", "TLSOptions"]
-
-T_co = TypeVar("T_co", covariant=True)
-
-
-class Call(Protocol[T_co]):
-    """A prepared exchange of one protocol; the clients run it through their I/O object."""
-
-    def run(self, io: Any, hook: WireHook | None, /) -> T_co: ...
-
-    async def arun(self, io: Any, hook: WireHook | None, /) -> T_co: ...
-
-
-class Backend(Protocol):
-    """What each protocol (HTTP, gRPC) provides to the clients: prepared calls.
-
-    Every method takes the per-call keywords ``headers`` (HTTP headers or gRPC metadata) and
-    ``timeout`` (seconds). Extension results are plain structures shaped like Triton's REST
-    JSON on both protocols (gRPC messages are converted: int64 values as ints, field names as in
-    the REST JSON), so code does not change with the protocol.
-    """
-
-    # core protocol
-    def server_live(self, **kw: Any) -> Call[bool]: ...
-    def server_ready(self, **kw: Any) -> Call[bool]: ...
-    def model_ready(self, model: str, version: str = "", **kw: Any) -> Call[bool]: ...
-    def server_metadata(self, **kw: Any) -> Call[ServerMetadata]: ...
-    def model_metadata(self, model: str, version: str = "", **kw: Any) -> Call[ModelMetadata]: ...
-    def infer(
-        self, request: InferRequest, *, binary: bool | None = None, **kw: Any
-    ) -> Call[InferResult]: ...
-
-    # Triton extensions (kserve_v2/client/extensions.py documents the result shapes)
-    def model_config(self, model: str, version: str = "", **kw: Any) -> Call[dict[str, Any]]: ...
-    def model_statistics(
-        self, model: str = "", version: str = "", **kw: Any
-    ) -> Call[dict[str, Any]]: ...
-    def repository_index(
-        self, *, ready_only: bool = False, **kw: Any
-    ) -> Call[list[RepositoryModel]]: ...
-    def load_model(
-        self,
-        model: str,
-        *,
-        config: str | None = None,
-        files: Mapping[str, bytes] | None = None,
-        **kw: Any,
-    ) -> Call[None]: ...
-    def unload_model(
-        self, model: str, *, unload_dependents: bool = False, **kw: Any
-    ) -> Call[None]: ...
-    def system_shared_memory_status(
-        self, region: str = "", **kw: Any
-    ) -> Call[list[dict[str, Any]]]: ...
-    def register_system_shared_memory(
-        self, region: str, key: str, byte_size: int, *, offset: int = 0, **kw: Any
-    ) -> Call[None]: ...
-    def unregister_system_shared_memory(self, region: str = "", **kw: Any) -> Call[None]: ...
-    def cuda_shared_memory_status(
-        self, region: str = "", **kw: Any
-    ) -> Call[list[dict[str, Any]]]: ...
-    def register_cuda_shared_memory(
-        self, region: str, raw_handle: bytes, device_id: int, byte_size: int, **kw: Any
-    ) -> Call[None]: ...
-    def unregister_cuda_shared_memory(self, region: str = "", **kw: Any) -> Call[None]: ...
-    def trace_settings(self, model: str = "", **kw: Any) -> Call[dict[str, Any]]: ...
-    def update_trace_settings(
-        self, settings: Mapping[str, Any], model: str = "", **kw: Any
-    ) -> Call[dict[str, Any]]: ...
-    def log_settings(self, **kw: Any) -> Call[dict[str, Any]]: ...
-    def update_log_settings(
-        self, settings: Mapping[str, Any], **kw: Any
-    ) -> Call[dict[str, Any]]: ...
-
-
-#: Default whole-request timeout in seconds (a hung server must not hang the caller forever).
-DEFAULT_TIMEOUT = 60.0
-DEFAULT_CONNECT_TIMEOUT = 10.0
-
-
-@dataclass(frozen=True, slots=True)
-class TLSOptions:
-    """TLS settings for ``https://`` and ``grpcs://`` URLs.
-
-    ``ca_file``: PEM file of CAs to trust (default: the system store). ``cert_file`` and
-    ``key_file``: client certificate and key for mutual TLS. ``ssl_context``: a ready context
-    (HTTP only; overrides the files). ``verify=False`` turns certificate checks off (HTTP only;
-    for tests against self-signed servers you cannot give a CA for). ``server_hostname``
-    overrides the name the certificate is checked against.
-    """
-
-    ca_file: str | None = None
-    cert_file: str | None = None
-    key_file: str | None = None
-    ssl_context: ssl.SSLContext | None = None
-    verify: bool = True
-    server_hostname: str | None = None
+__all__ = ["ClientBase"]
 
 
 class ClientBase:
@@ -171,7 +68,7 @@ class ClientBase:
                     "grpc_options, grpc_credentials, grpc_keepalive and grpc_transport apply "
                     "to grpc:// and grpcs:// URLs only"
                 )
-            self._proto: Backend = HTTPProtocol(
+            self._proto: Backend = HTTPBackend(
                 self.endpoint,
                 headers=headers,
                 timeout=timeout,
@@ -181,8 +78,8 @@ class ClientBase:
             )
         else:
             # Imported here: kserve_v2 must import without grpcio and protobuf.
-            from kserve_v2.grpc.channel import channel_config, check_compression, check_transport
-            from kserve_v2.grpc.protocol import GRPCProtocol
+            from kserve_v2.grpc.backend import GRPCBackend
+            from kserve_v2.grpc.config import channel_config, check_compression, check_transport
 
             # gRPC always accepts gzip/deflate answers; the server chooses whether to compress.
             check_compression(accept_compression, "accept_compression")
@@ -203,7 +100,7 @@ class ClientBase:
             self.grpc_transport = check_transport(
                 grpc_transport, self._grpc_config, grpc_credentials, grpc_options
             )
-            self._proto = GRPCProtocol(
+            self._proto = GRPCBackend(
                 self.endpoint,
                 headers=headers,
                 timeout=timeout,

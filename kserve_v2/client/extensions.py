@@ -45,175 +45,25 @@ Helpers here:
 
 from __future__ import annotations
 
-import json
-import math
-from collections.abc import AsyncGenerator, AsyncIterator, Generator, Iterator, Mapping
-from dataclasses import dataclass
+from collections.abc import AsyncGenerator, AsyncIterator, Generator, Iterator
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
-import numpy.typing as npt
-
-from kserve_v2.errors import InvalidInputError, ProtocolError
+from kserve_v2.errors import InvalidInputError
 
 if TYPE_CHECKING:
-    from kserve_v2.client.base import Backend, Call
-    from kserve_v2.messages import InferResult
+    from kserve_v2.backend import Backend, Call
     from kserve_v2.shm import CudaSharedMemoryRegion, SystemSharedMemoryRegion
 
-__all__ = [
-    "AsyncGenerateStream",
-    "Classification",
-    "GenerateStream",
-    "LogSettingValue",
-    "TraceSettingValue",
-    "log_settings_update",
-    "normalize_load_request",
-    "parse_classification",
-    "read_shared_memory_output",
-    "region_call",
-    "trace_settings_update",
-]
-
-#: A trace setting as sent: Triton wants strings (or a list of them for ``trace_level``);
-#: ``None`` clears a model's setting so the global one applies again.
-TraceSettingValue = str | list[str] | None
-#: A log setting: ``bool`` (log_info, ...), ``int`` (log_verbose_level) or ``str``.
-LogSettingValue = bool | int | str
-
-# Trace settings whose value is a list of strings (the others are single strings).
-_LIST_TRACE_SETTINGS = frozenset({"trace_level"})
+__all__ = ["AsyncGenerateStream", "GenerateStream", "region_call"]
 
 
 # ---------------------------------------------------------------------------------------------
 # classification
 
 
-@dataclass(frozen=True, slots=True)
-class Classification:
-    """One entry of a classification result: the output value (``score``), the class index,
-    and its label when the model has a label file."""
-
-    score: float
-    index: int
-    label: str | None = None
-
-
-def _classification(raw: object) -> Classification:
-    if isinstance(raw, bytes | bytearray | memoryview):
-        try:
-            text = bytes(raw).decode("utf-8")
-        except UnicodeDecodeError:
-            raise ProtocolError(
-                f"classification entry is not UTF-8: {bytes(raw)[:80]!r}", value=raw
-            ) from None
-    elif isinstance(raw, str):
-        text = raw
-    else:
-        raise ProtocolError(
-            f"classification entries must be strings, got {type(raw).__name__}", value=raw
-        )
-    # The label is everything after the second colon: a label may contain colons itself.
-    parts = text.split(":", 2)
-    if len(parts) < 2:
-        raise ProtocolError(
-            f"classification entry {text[:80]!r} is not 'value:index[:label]'", value=text
-        )
-    value, index = parts[0], parts[1]
-    try:
-        score = float(value)
-    except ValueError:
-        raise ProtocolError(f"classification value {value[:40]!r} is not a number") from None
-    if not (index.isascii() and index.isdigit()):
-        raise ProtocolError(f"classification index {index[:40]!r} is not an integer")
-    return Classification(score, int(index), parts[2] if len(parts) == 3 else None)
-
-
-def parse_classification(values: Any) -> list[list[Classification]]:
-    """Parse the output of a classification request into rows of :class:`Classification`.
-
-    ``values`` is the BYTES output (``result.as_numpy(name)``) or any sequence of ``str`` /
-    ``bytes``. The last dimension holds the top-N entries of one row, best first; the other
-    dimensions (e.g. the batch) are flattened into rows, so a 1-D output gives one row.
-    Entries that are not ``"value:index[:label]"`` raise
-    :class:`~kserve_v2.errors.ProtocolError`.
-
-    Example::
-
-        >>> parse_classification(["0.9:2:bird", "0.05:0:cat", "0.01:11"])
-        [[Classification(score=0.9, index=2, label='bird'), Classification(score=0.05, \
-index=0, label='cat'), Classification(score=0.01, index=11, label=None)]]
-
-    With a client::
-
-        result = client.infer("classify", {"INPUT0": scores},
-                              outputs=[RequestedOutput("OUTPUT0", class_count=3)])
-        top = parse_classification(result.as_numpy("OUTPUT0"))[0][0]
-        print(top.label, top.score)
-    """
-    if isinstance(values, str | bytes):
-        values = [values]
-    try:
-        array = np.asarray(values, dtype=object)
-    except ValueError as exc:  # ragged nesting
-        raise InvalidInputError(f"cannot read classification values: {exc}") from None
-    if array.ndim == 0:
-        array = array.reshape(1)
-    width = array.shape[-1]
-    if width == 0:
-        return [[] for _ in range(math.prod(array.shape[:-1]))]
-    return [[_classification(item) for item in row] for row in array.reshape(-1, width)]
-
-
 # ---------------------------------------------------------------------------------------------
 # shared memory
-
-
-class _ReadableRegion(Protocol):
-    @property
-    def name(self) -> str: ...
-
-    def ndarray(self, dtype: Any, shape: Any, offset: int = 0) -> npt.NDArray[Any]: ...
-
-    def read_bytes_array(
-        self, shape: Any, offset: int = 0, byte_size: int | None = None
-    ) -> npt.NDArray[Any]: ...
-
-
-def read_shared_memory_output(
-    result: InferResult, name: str, region: _ReadableRegion
-) -> npt.NDArray[Any]:
-    """The data of output ``name``, which the server wrote into ``region``.
-
-    Uses the output's datatype and shape from the result and the placement the request
-    gave it. For a system region the array is a zero-copy view of the mapping (copy it
-    before the region is reused); for a CUDA region it is a host copy.
-
-    Example::
-
-        out = RequestedOutput("OUTPUT0", shared_memory=region.placement(64, offset=128))
-        result = client.infer("simple", inputs, outputs=[out])
-        y = read_shared_memory_output(result, "OUTPUT0", region)
-    """
-    tensor = result.output(name)
-    params = tensor.parameters
-    placed_in = params.get("shared_memory_region")
-    if tensor.data is not None or placed_in is None:
-        raise InvalidInputError(f"output {name!r} was not written to shared memory", value=name)
-    if placed_in != region.name:
-        raise InvalidInputError(
-            f"output {name!r} was written to region {placed_in!r}, not {region.name!r}",
-            value=region.name,
-        )
-    offset = params.get("shared_memory_offset", 0)
-    byte_size = params.get("shared_memory_byte_size")
-    if type(offset) is not int or (byte_size is not None and type(byte_size) is not int):
-        raise ProtocolError(f"output {name!r}: bad shared-memory parameters {dict(params)!r}")
-    if tensor.datatype == "BYTES":
-        # The placement's size is what the request reserved, not what the tensor filled.
-        return region.read_bytes_array(tensor.shape, offset)
-    return region.ndarray(tensor.datatype, tensor.shape, offset)
 
 
 def region_call(
@@ -248,120 +98,6 @@ def region_call(
 
 # ---------------------------------------------------------------------------------------------
 # model repository, trace and log settings
-
-
-def normalize_load_request(
-    config: str | Mapping[str, Any] | None, files: Mapping[str, Any] | None
-) -> tuple[str | None, dict[str, bytes]]:
-    """Check ``load_model``'s ``config`` and ``files``; return the config as a JSON string and
-    the files keyed ``"file:<version>/<name>"``.
-
-    ``config`` is the model configuration as JSON text or as a mapping (dumped to JSON).
-    ``files`` maps paths inside the model directory (``"1/model.py"``, with or without the
-    ``"file:"`` prefix of the wire form) to their contents; Triton then loads the model from
-    these files only, so a configuration must come with them.
-
-    Example::
-
-        >>> normalize_load_request({"backend": "python"}, {"1/model.py": b"..."})
-        ('{"backend":"python"}', {'file:1/model.py': b'...'})
-    """
-    config_text: str | None
-    if config is None:
-        config_text = None
-    elif isinstance(config, str):
-        config_text = config
-    elif isinstance(config, Mapping):
-        try:
-            config_text = json.dumps(config, separators=(",", ":"), allow_nan=False)
-        except (TypeError, ValueError) as exc:
-            raise InvalidInputError(f"config cannot be encoded as JSON: {exc}") from None
-    else:
-        raise InvalidInputError(
-            f"config must be JSON text or a mapping, got {type(config).__name__}", value=config
-        )
-    out: dict[str, bytes] = {}
-    for key, content in (files or {}).items():
-        if not isinstance(key, str):
-            raise InvalidInputError(f"file names must be str, got {key!r}", value=key)
-        path = key.removeprefix("file:")
-        segments = path.split("/")
-        if not path or path.startswith("/") or any(s in ("", ".", "..") for s in segments):
-            raise InvalidInputError(
-                f"file {key!r}: give a relative path inside the model directory, such as "
-                "'1/model.py'",
-                value=key,
-            )
-        if not isinstance(content, bytes | bytearray | memoryview):
-            raise InvalidInputError(
-                f"file {key!r}: contents must be bytes, got {type(content).__name__}",
-                value=key,
-            )
-        out[f"file:{path}"] = bytes(content)
-    if out and config_text is None:
-        raise InvalidInputError(
-            "files need a config: Triton loads a model given as files from those files "
-            "alone, and the configuration must be one of them"
-        )
-    return config_text, out
-
-
-def trace_settings_update(settings: Mapping[str, Any]) -> dict[str, TraceSettingValue]:
-    """Normalise trace settings to what Triton accepts: strings, lists of strings, or None.
-
-    Integers become strings (``trace_rate=100`` -> ``"100"``); ``trace_level`` may be one
-    string or a sequence; ``None`` clears a model's setting (the global one applies again).
-
-    Example::
-
-        >>> trace_settings_update({"trace_rate": 100, "trace_level": "TIMESTAMPS"})
-        {'trace_rate': '100', 'trace_level': ['TIMESTAMPS']}
-    """
-    if not isinstance(settings, Mapping):
-        raise InvalidInputError("trace settings must be a mapping", value=settings)
-    out: dict[str, TraceSettingValue] = {}
-    for key, value in settings.items():
-        if not isinstance(key, str) or not key:
-            raise InvalidInputError(f"trace setting names must be strings, got {key!r}")
-        if value is None:
-            out[key] = None
-        elif isinstance(value, bool):
-            raise InvalidInputError(f"trace setting {key!r}: {value!r} is not a valid value")
-        elif isinstance(value, int):
-            out[key] = str(value)
-        elif isinstance(value, str):
-            out[key] = [value] if key in _LIST_TRACE_SETTINGS else value
-        elif isinstance(value, list | tuple) and all(isinstance(v, str) for v in value):
-            out[key] = list(value)
-        else:
-            raise InvalidInputError(
-                f"trace setting {key!r}: expected a string, an integer, a list of strings or "
-                f"None, got {value!r}",
-                value=value,
-            )
-    return out
-
-
-def log_settings_update(settings: Mapping[str, Any]) -> dict[str, LogSettingValue]:
-    """Check log settings: values are ``bool``, ``int`` or ``str``.
-
-    Example::
-
-        >>> log_settings_update({"log_verbose_level": 1, "log_info": False})
-        {'log_verbose_level': 1, 'log_info': False}
-    """
-    if not isinstance(settings, Mapping):
-        raise InvalidInputError("log settings must be a mapping", value=settings)
-    out: dict[str, LogSettingValue] = {}
-    for key, value in settings.items():
-        if not isinstance(key, str) or not key:
-            raise InvalidInputError(f"log setting names must be strings, got {key!r}")
-        if not isinstance(value, bool | int | str):
-            raise InvalidInputError(
-                f"log setting {key!r}: expected a bool, int or str, got {value!r}", value=value
-            )
-        out[key] = value
-    return out
 
 
 # ---------------------------------------------------------------------------------------------

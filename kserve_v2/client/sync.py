@@ -6,33 +6,31 @@ from collections.abc import Mapping
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from kserve_v2.client.base import (
-    DEFAULT_CONNECT_TIMEOUT,
-    DEFAULT_TIMEOUT,
-    Call,
-    ClientBase,
-    TLSOptions,
-)
-from kserve_v2.client.extensions import (
-    GenerateStream,
+from kserve_v2.arguments import (
+    Headers,
+    InputsArg,
+    OutputsArg,
+    build_infer_request,
     log_settings_update,
     normalize_load_request,
-    region_call,
     trace_settings_update,
 )
-from kserve_v2.client.http import Headers, HTTPProtocol, metrics_call
-from kserve_v2.client.requests import InputsArg, OutputsArg, build_infer_request
-from kserve_v2.client.wire import WireHook
+from kserve_v2.backend import Call
+from kserve_v2.client.base import ClientBase
+from kserve_v2.client.extensions import GenerateStream, region_call
 from kserve_v2.errors import InvalidInputError, TransportError
+from kserve_v2.hooks import WireHook
+from kserve_v2.interfaces import Transport
 from kserve_v2.messages import InferResult, ModelMetadata, RepositoryModel, ServerMetadata
 from kserve_v2.metrics import MetricFamily
+from kserve_v2.options import DEFAULT_CONNECT_TIMEOUT, DEFAULT_TIMEOUT, TLSOptions
 from kserve_v2.parameters import ParameterValue
+from kserve_v2.rest.backend import HTTPBackend, metrics_call
 from kserve_v2.rest.paths import QueryParams
-from kserve_v2.transport.base import Transport
 
 if TYPE_CHECKING:
-    from kserve_v2.grpc.channel import GRPCKeepAlive
     from kserve_v2.grpc.stream import GRPCStream
+    from kserve_v2.options import GRPCKeepAlive
     from kserve_v2.shm import CudaSharedMemoryRegion, SystemSharedMemoryRegion
 
 __all__ = ["Client"]
@@ -145,10 +143,10 @@ class Client(ClientBase):
     def _default_io(self, pool_size: int) -> Any:
         if self.protocol == "grpc":
             if self.grpc_transport == "native":
-                from kserve_v2.grpc.native import NativeGRPCChannel
+                from kserve_v2.transport.native import NativeGRPCChannel
 
                 return NativeGRPCChannel(self._grpc_config, connect_timeout=self.connect_timeout)
-            from kserve_v2.grpc.channel import GRPCChannel
+            from kserve_v2.transport.grpcio import GRPCChannel
 
             return GRPCChannel(self._grpc_config)
         from kserve_v2.transport.stdlib import HTTPTransport
@@ -355,10 +353,10 @@ class Client(ClientBase):
                 for result in request:
                     print(result.as_numpy("IDX"), result.final)
         """
-        from kserve_v2.grpc.protocol import GRPCProtocol
+        from kserve_v2.grpc.backend import GRPCBackend
         from kserve_v2.grpc.stream import GRPCStream
 
-        if not isinstance(self._proto, GRPCProtocol):
+        if not isinstance(self._proto, GRPCBackend):
             raise InvalidInputError("streaming inference needs a grpc:// or grpcs:// URL")
         if self._closed:
             raise TransportError("the client is closed", url=self.url)
@@ -607,7 +605,7 @@ class Client(ClientBase):
         """Register a region object from :mod:`kserve_v2.shm` (system or CUDA) under its
         ``name``: the whole region, so placements from ``region.placement()`` fit it.
         Outputs the server writes to a region come back with ``data=None``; read them with
-        :func:`kserve_v2.client.extensions.read_shared_memory_output` (or ``region.ndarray``).
+        :func:`kserve_v2.extensions.read_shared_memory_output` (or ``region.ndarray``).
 
         Example::
 
@@ -701,8 +699,8 @@ class Client(ClientBase):
 
     # -- generate and metrics (HTTP only) ----------------------------------------------------
 
-    def _http_only(self, feature: str) -> HTTPProtocol:
-        if not isinstance(self._proto, HTTPProtocol):
+    def _http_only(self, feature: str) -> HTTPBackend:
+        if not isinstance(self._proto, HTTPBackend):
             raise InvalidInputError(f"{feature} is an HTTP-only extension")
         return self._proto
 

@@ -19,7 +19,7 @@ Example::
     client = Client("grpc://localhost:8001", grpc_keepalive=GRPCKeepAlive(time_ms=30_000))
 """
 
-from kserve_v2.grpc.channel import GRPCKeepAlive
 from kserve_v2.grpc.stream import AsyncGRPCStream, AsyncStreamRequest, GRPCStream, StreamRequest
+from kserve_v2.options import GRPCKeepAlive
 
 __all__ = ["AsyncGRPCStream", "AsyncStreamRequest", "GRPCKeepAlive", "GRPCStream", "StreamRequest"]

@@ -1,7 +1,7 @@
 """Triton's extension messages over gRPC, converted to the shapes of Triton's REST JSON.
 
 The clients promise the same result on both protocols (see
-:class:`~kserve_v2.client.base.Backend`), so every gRPC extension answer is turned into what
+:class:`~kserve_v2.backend.Backend`), so every gRPC extension answer is turned into what
 the REST endpoint returns: protobuf's JSON mapping with the proto field names, fields without
 presence printed even at their default (Triton prints them), enums by name, and 64-bit
 integers as numbers (protobuf's JSON writes them as strings; Triton's REST server turns them

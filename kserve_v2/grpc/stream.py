@@ -16,7 +16,7 @@ stream was opened with ``enable_empty_final_response=True`` (as an :class:`Infer
 no outputs and ``final == True``).
 
 The streams run on either gRPC transport: they only use the channel's ``open_stream`` (see
-:class:`~kserve_v2.grpc.channel.SyncStreamCall`). The sync stream's background thread is the
+:class:`~kserve_v2.interfaces.SyncStreamCall`). The sync stream's background thread is the
 call's reader; on the native transport it reads the stream's own connection.
 
 An error for one request (``error_message``) is raised as :class:`ServerError` by the consumer
@@ -49,8 +49,7 @@ from dataclasses import dataclass, replace
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Final
 
-from kserve_v2.client.requests import InputsArg, OutputsArg, build_infer_request
-from kserve_v2.client.wire import WireHook, WireMessage
+from kserve_v2.arguments import InputsArg, OutputsArg, build_infer_request
 from kserve_v2.datatypes import BytesLike
 from kserve_v2.errors import (
     DeadlineExceededError,
@@ -61,20 +60,22 @@ from kserve_v2.errors import (
     TransportError,
 )
 from kserve_v2.grpc import codec
-from kserve_v2.grpc.channel import Metadata, status_of
-from kserve_v2.grpc.protocol import SERVICE
+from kserve_v2.grpc.backend import SERVICE
+from kserve_v2.grpc.config import Metadata
+from kserve_v2.grpc.status import status_of
+from kserve_v2.hooks import WireHook, WireMessage
 from kserve_v2.messages import InferRequest, InferResult
 from kserve_v2.parameters import ParameterValue
 
 if TYPE_CHECKING:
-    from kserve_v2.client.http import Headers
-    from kserve_v2.grpc.channel import (
+    from kserve_v2.arguments import Headers
+    from kserve_v2.grpc.backend import GRPCBackend
+    from kserve_v2.interfaces import (
         AsyncStreamCall,
         AsyncStreamChannel,
         SyncStreamCall,
         SyncStreamChannel,
     )
-    from kserve_v2.grpc.protocol import GRPCProtocol
 
 __all__ = ["AsyncGRPCStream", "AsyncStreamRequest", "GRPCStream", "StreamRequest"]
 
@@ -247,7 +248,7 @@ def _encode(request: InferRequest, request_id: str) -> bytes:
 
 
 def _stream_metadata(
-    proto: GRPCProtocol, headers: Headers | None, triton_grpc_error: bool
+    proto: GRPCBackend, headers: Headers | None, triton_grpc_error: bool
 ) -> Metadata:
     metadata = proto.metadata(headers)
     if triton_grpc_error:
@@ -398,7 +399,7 @@ class GRPCStream:
     def __init__(
         self,
         channel: SyncStreamChannel,
-        proto: GRPCProtocol,
+        proto: GRPCBackend,
         hook: WireHook | None,
         *,
         headers: Headers | None = None,
@@ -708,7 +709,7 @@ class AsyncGRPCStream:
     def __init__(
         self,
         channel: AsyncStreamChannel,
-        proto: GRPCProtocol,
+        proto: GRPCBackend,
         hook: WireHook | None,
         *,
         headers: Headers | None = None,

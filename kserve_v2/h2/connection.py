@@ -6,7 +6,7 @@ keeps the state HTTP/2 requires of a client: the SETTINGS exchange, both directi
 control (connection and stream windows), the HPACK decoder (every header block is decoded,
 even on streams the caller dropped, because HPACK state is per connection), PING and
 SETTINGS acknowledgements, GOAWAY and RST_STREAM. Sockets, threads, event loops and the
-meaning of the headers are the caller's (see :mod:`kserve_v2.grpc.native`).
+meaning of the headers are the caller's (see :mod:`kserve_v2.transport.native`).
 
 Design choices, for speed on small calls and no copies on large ones:
 

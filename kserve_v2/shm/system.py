@@ -70,11 +70,7 @@ from kserve_v2.errors import (
 from kserve_v2.parameters import ParameterValue
 from kserve_v2.tensors import SharedMemoryPlacement
 
-__all__ = [
-    "SharedMemoryError",
-    "SystemSharedMemoryRegion",
-    "system_register_body",
-]
+__all__ = ["SharedMemoryError", "SystemSharedMemoryRegion", "system_register_body"]
 
 #: What :meth:`SystemSharedMemoryRegion.write` accepts: a numpy array (any wire datatype,
 #: object/str/bytes arrays become BYTES) or any bytes-like object, copied verbatim.

@@ -1,15 +1,15 @@
-"""Transports: move one HTTP exchange. See :mod:`kserve_v2.transport.base` for the contract."""
+"""Transports: move one HTTP exchange. See :mod:`kserve_v2.interfaces` for the contract."""
 
-from kserve_v2.transport.aio import AsyncHTTPTransport
-from kserve_v2.transport.base import (
+from kserve_v2.datatypes import BytesLike
+from kserve_v2.interfaces import (
     AsyncStreamingResponse,
     AsyncTransport,
-    BytesLike,
     HTTPRequest,
     HTTPResponse,
     StreamingResponse,
     Transport,
 )
+from kserve_v2.transport.aio import AsyncHTTPTransport
 from kserve_v2.transport.stdlib import HTTPTransport
 
 __all__ = [

@@ -18,13 +18,15 @@ from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from types import TracebackType
 
+from kserve_v2.arguments import check_max_response_size
+from kserve_v2.datatypes import BytesLike
 from kserve_v2.errors import (
     DeadlineExceededError,
     InvalidInputError,
     ProtocolError,
     TransportError,
 )
-from kserve_v2.transport._http11 import (
+from kserve_v2.http1 import (
     DEFAULT_MAX_HEADER_SIZE,
     ResponseParser,
     StreamDecoder,
@@ -32,14 +34,14 @@ from kserve_v2.transport._http11 import (
     decode_body,
     serialize_head,
 )
-from kserve_v2.transport.base import (
-    BytesLike,
-    HTTPRequest,
-    HTTPResponse,
-    check_max_response_size,
+from kserve_v2.interfaces import HTTPRequest, HTTPResponse
+from kserve_v2.transport.sockets import (
+    Origin,
+    StrPath,
     deadline_after,
+    make_ssl_context,
+    parse_origin,
 )
-from kserve_v2.transport.stdlib import Origin, StrPath, make_ssl_context, parse_origin
 
 __all__ = ["AsyncHTTPTransport"]
 

@@ -17,6 +17,8 @@ from contextlib import asynccontextmanager, contextmanager
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
+from kserve_v2.arguments import check_max_response_size
+from kserve_v2.datatypes import BytesLike
 from kserve_v2.errors import (
     DeadlineExceededError,
     InvalidInputError,
@@ -25,14 +27,9 @@ from kserve_v2.errors import (
     ProtocolError,
     TransportError,
 )
-from kserve_v2.transport._http11 import body_length, body_too_large
-from kserve_v2.transport.base import (
-    BytesLike,
-    HTTPRequest,
-    HTTPResponse,
-    check_max_response_size,
-)
-from kserve_v2.transport.stdlib import StrPath, make_ssl_context, parse_origin
+from kserve_v2.http1 import body_length, body_too_large
+from kserve_v2.interfaces import HTTPRequest, HTTPResponse
+from kserve_v2.transport.sockets import StrPath, make_ssl_context, parse_origin
 
 if TYPE_CHECKING:
     import httpx as _httpx

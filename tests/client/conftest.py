@@ -27,7 +27,7 @@ from typing import Any
 import pytest
 
 from kserve_v2 import AsyncClient, Client, WireMessage
-from kserve_v2.client.endpoint import parse_url
+from kserve_v2.endpoint import parse_url
 
 SYNC_KINDS = ("sync-stdlib", "sync-httpx")
 ASYNC_KINDS = ("async-asyncio", "async-httpx")

@@ -30,26 +30,20 @@ from kserve_v2 import (
     ServerError,
     WireMessage,
 )
-from kserve_v2.client.endpoint import parse_url
-from kserve_v2.client.extensions import (
-    AsyncGenerateStream,
-    Classification,
-    GenerateStream,
-    log_settings_update,
-    normalize_load_request,
-    parse_classification,
-    trace_settings_update,
-)
-from kserve_v2.client.http import HTTPProtocol
-from kserve_v2.transport.base import HTTPRequest, HTTPResponse
+from kserve_v2.arguments import log_settings_update, normalize_load_request, trace_settings_update
+from kserve_v2.client.extensions import AsyncGenerateStream, GenerateStream
+from kserve_v2.endpoint import parse_url
+from kserve_v2.extensions import Classification, parse_classification
+from kserve_v2.interfaces import HTTPRequest, HTTPResponse
+from kserve_v2.rest.backend import HTTPBackend
 from tests.client.conftest import ASYNC_KINDS, ClientUnderTest, exchanges, joined_body, json_header
 
 Connect = Callable[..., ClientUnderTest]
 MODELS_DIR = Path(__file__).resolve().parent.parent / "models"
 
 
-def protocol(url: str = "http://localhost:8000") -> HTTPProtocol:
-    return HTTPProtocol(parse_url(url))
+def protocol(url: str = "http://localhost:8000") -> HTTPBackend:
+    return HTTPBackend(parse_url(url))
 
 
 def body_json(request: HTTPRequest) -> Any:
@@ -60,8 +54,8 @@ def body_json(request: HTTPRequest) -> Any:
 # requests, without a server
 # =============================================================================================
 
-# (case, call on an HTTPProtocol, method, target, JSON body or None for an empty body)
-REQUESTS: list[tuple[str, Callable[[HTTPProtocol], Any], str, str, Any]] = [
+# (case, call on an HTTPBackend, method, target, JSON body or None for an empty body)
+REQUESTS: list[tuple[str, Callable[[HTTPBackend], Any], str, str, Any]] = [
     ("config", lambda p: p.model_config("m"), "GET", "/v2/models/m/config", None),
     (
         "config of a version",
@@ -201,7 +195,7 @@ REQUESTS: list[tuple[str, Callable[[HTTPProtocol], Any], str, str, Any]] = [
     ("make", "method", "target", "body"), [r[1:] for r in REQUESTS], ids=[r[0] for r in REQUESTS]
 )
 def test_extension_requests(
-    make: Callable[[HTTPProtocol], Any], method: str, target: str, body: Any
+    make: Callable[[HTTPBackend], Any], method: str, target: str, body: Any
 ) -> None:
     request: HTTPRequest = make(protocol()).request
     assert (request.method, request.target) == (method, target)
@@ -239,7 +233,7 @@ def test_cuda_register_body_is_golden() -> None:
     ],
 )
 def test_bad_arguments_are_refused_before_sending(
-    make: Callable[[HTTPProtocol], Any], message: str
+    make: Callable[[HTTPBackend], Any], message: str
 ) -> None:
     with pytest.raises(InvalidInputError, match=message):
         make(protocol())
@@ -467,7 +461,7 @@ def test_metrics_default_url_is_the_servers_host_on_port_8002() -> None:
 
 
 def test_metrics_do_not_carry_the_clients_default_headers() -> None:
-    proto = HTTPProtocol(parse_url("localhost:8000"), headers={"Authorization": "Bearer x"})
+    proto = HTTPBackend(parse_url("localhost:8000"), headers={"Authorization": "Bearer x"})
     assert proto.metrics().request.headers == []
     assert proto.metrics(headers={"X-A": "1"}).request.headers == [("X-A", "1")]
 

@@ -9,13 +9,13 @@ import numpy as np
 import pytest
 
 from kserve_v2 import AsyncClient, InferInput, InferRequest, InvalidInputError
-from kserve_v2.client.endpoint import parse_url
-from kserve_v2.client.http import HTTPProtocol
+from kserve_v2.endpoint import parse_url
+from kserve_v2.rest.backend import HTTPBackend
 from kserve_v2.transport import HTTPRequest, HTTPResponse
 
 
-def protocol(url: str, **options: object) -> HTTPProtocol:
-    return HTTPProtocol(parse_url(url), **options)  # type: ignore[arg-type]
+def protocol(url: str, **options: object) -> HTTPBackend:
+    return HTTPBackend(parse_url(url), **options)  # type: ignore[arg-type]
 
 
 def simple_request(version: str = "") -> InferRequest:

@@ -25,7 +25,7 @@ from kserve_v2 import (
     RequestedOutput,
     ServerError,
 )
-from kserve_v2.client.extensions import read_shared_memory_output
+from kserve_v2.extensions import read_shared_memory_output
 from kserve_v2.rest.codec import decode_infer_response
 from kserve_v2.shm import CudaSharedMemoryRegion, SystemSharedMemoryRegion, is_cuda_available
 from kserve_v2.tensors import SharedMemoryPlacement

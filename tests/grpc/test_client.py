@@ -26,7 +26,7 @@ from kserve_v2 import (
     TransportError,
     WireMessage,
 )
-from kserve_v2.client.requests import build_infer_request
+from kserve_v2.arguments import build_infer_request
 from kserve_v2.datatypes import Datatype, bf16_bits_to_float32, float32_to_bf16_bits
 from kserve_v2.grpc import codec
 from kserve_v2.shm import SystemSharedMemoryRegion

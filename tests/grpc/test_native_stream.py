@@ -1,4 +1,4 @@
-"""Streaming calls of the native transport (:mod:`kserve_v2.grpc.native_stream`) against the
+"""Streaming calls of the native transport (:mod:`kserve_v2.transport.native_stream`) against the
 scripted HTTP/2 server of ``test_native``: flow control, resets, deadlines, cancelling, a lost
 connection, a trailers-only error. Each test drives the channel's ``open_stream`` call in both
 modes: sync (a reader thread iterates while the test sends) and asyncio."""
@@ -15,10 +15,10 @@ from dataclasses import dataclass, field
 import pytest
 
 from kserve_v2 import DeadlineExceededError, KServeError, ServerError, TransportError
-from kserve_v2.client.endpoint import parse_url
-from kserve_v2.grpc.channel import channel_config
-from kserve_v2.grpc.native import AsyncNativeGRPCChannel, NativeGRPCChannel
+from kserve_v2.endpoint import parse_url
+from kserve_v2.grpc.config import channel_config
 from kserve_v2.h2.frames import DATA, DEFAULT_WINDOW, FLAG_END_STREAM, RST_STREAM, ErrorCode
+from kserve_v2.transport.native import AsyncNativeGRPCChannel, NativeGRPCChannel
 from tests.grpc.test_native import (
     GRPC_OK_HEADERS,
     GUARD,

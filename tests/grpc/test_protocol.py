@@ -21,9 +21,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kserve_v2 import AsyncClient, Client, TLSOptions
-from kserve_v2.client.endpoint import parse_url
-from kserve_v2.client.requests import build_infer_request
+from kserve_v2.arguments import build_infer_request
 from kserve_v2.datatypes import Datatype, serialize
+from kserve_v2.endpoint import parse_url
 from kserve_v2.errors import (
     DeadlineExceededError,
     InvalidInputError,
@@ -33,18 +33,15 @@ from kserve_v2.errors import (
     TransportError,
 )
 from kserve_v2.grpc import codec, extensions
-from kserve_v2.grpc.channel import (
-    DEFAULT_OPTIONS,
-    GRPCKeepAlive,
-    channel_config,
-    status_of,
-    translate_rpc_error,
-)
+from kserve_v2.grpc.backend import GRPCBackend, metadata_items
 from kserve_v2.grpc.codec import StreamEvent
-from kserve_v2.grpc.protocol import GRPCProtocol, metadata_items
+from kserve_v2.grpc.config import DEFAULT_OPTIONS, channel_config
+from kserve_v2.grpc.status import status_of
 from kserve_v2.grpc.stream import _Router
 from kserve_v2.messages import InferRequest, InferResult, OutputTensor
+from kserve_v2.options import GRPCKeepAlive
 from kserve_v2.tensors import InferInput, RequestedOutput, SharedMemoryPlacement
+from kserve_v2.transport.grpcio import translate_rpc_error
 from tests.strategies import BINARY_INFER_REQUESTS, INFER_RESULTS, assert_tensor_equal
 
 grpc = pytest.importorskip("grpc")
@@ -396,7 +393,7 @@ class FakeAsyncChannel(FakeChannel):
 
 
 def test_calls_carry_method_metadata_deadline_and_compression() -> None:
-    proto = GRPCProtocol(ENDPOINT, headers={"X-Tenant": "a"}, timeout=7.0)
+    proto = GRPCBackend(ENDPOINT, headers={"X-Tenant": "a"}, timeout=7.0)
     call = proto.model_ready("simple", "2", headers={"X-Call": "b"}, compression="gzip")
     assert call.method == "/inference.GRPCInferenceService/ModelReady"
     assert pb.ModelReadyRequest.FromString(call.request) == pb.ModelReadyRequest(
@@ -413,7 +410,7 @@ def test_calls_carry_method_metadata_deadline_and_compression() -> None:
 
 
 def test_infer_call_sends_the_codec_bytes_and_decodes_the_answer() -> None:
-    proto = GRPCProtocol(ENDPOINT, timeout=None)
+    proto = GRPCBackend(ENDPOINT, timeout=None)
     request = build_infer_request("identity", {"x": np.arange(3, dtype=np.int32)}, request_id="q")
     call = proto.infer(request, binary=False)  # binary has no meaning on gRPC
     # The message's buffers, not joined: the tensor is the caller's array itself.
@@ -434,7 +431,7 @@ def test_infer_call_sends_the_codec_bytes_and_decodes_the_answer() -> None:
 
 def test_wire_hook_sees_both_directions() -> None:
     seen: list[Any] = []
-    proto = GRPCProtocol(ENDPOINT, headers={"Authorization": "secret"})
+    proto = GRPCBackend(ENDPOINT, headers={"Authorization": "secret"})
     channel = FakeChannel(pb.ServerLiveResponse(live=True).SerializeToString())
     assert proto.server_live().run(channel, seen.append)  # type: ignore[arg-type]
     send, receive = seen
@@ -457,7 +454,7 @@ def test_wire_hook_sees_both_directions() -> None:
 def test_server_errors_raise_but_health_checks_answer_false() -> None:
     error = ServerError("nope", grpc_code="NOT_FOUND")
     seen: list[Any] = []
-    proto = GRPCProtocol(ENDPOINT)
+    proto = GRPCBackend(ENDPOINT)
     with pytest.raises(ServerError):
         proto.model_metadata("m").run(FakeChannel(error=error), seen.append)  # type: ignore[arg-type]
     assert seen[-1].status == "NOT_FOUND"
@@ -470,7 +467,7 @@ def test_server_errors_raise_but_health_checks_answer_false() -> None:
 
 async def test_async_calls_run_alike() -> None:
     seen: list[Any] = []
-    proto = GRPCProtocol(ENDPOINT)
+    proto = GRPCBackend(ENDPOINT)
     channel = FakeAsyncChannel(pb.ServerReadyResponse(ready=True).SerializeToString())
     assert await proto.server_ready().arun(channel, seen.append)  # type: ignore[arg-type]
     assert [m.direction for m in seen] == ["send", "receive"]
@@ -481,7 +478,7 @@ async def test_async_calls_run_alike() -> None:
 
 
 def test_extension_requests() -> None:
-    proto = GRPCProtocol(ENDPOINT)
+    proto = GRPCBackend(ENDPOINT)
     load = pb.RepositoryModelLoadRequest.FromString(
         proto.load_model("m", config='{"backend":"python"}', files={"1/model.py": b"x"}).request
     )
@@ -855,7 +852,7 @@ def test_router_passes_unknown_ids_to_the_stream_consumer() -> None:
 def test_grpc_clients_are_built_without_connecting() -> None:
     with Client("grpc://127.0.0.1:1", headers={"X-A": "b"}, request_compression="gzip") as c:
         assert c.protocol == "grpc"
-        assert isinstance(c._proto, GRPCProtocol)
+        assert isinstance(c._proto, GRPCBackend)
         assert c._io.config.compression == "gzip"
     assert repr(c) == "Client('grpc://127.0.0.1:1')"
 

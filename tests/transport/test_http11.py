@@ -13,13 +13,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from kserve_v2.errors import InvalidInputError, ProtocolError
-from kserve_v2.transport._http11 import (
-    ResponseParser,
-    StreamDecoder,
-    body_length,
-    decode_body,
-    serialize_head,
-)
+from kserve_v2.http1 import ResponseParser, StreamDecoder, body_length, decode_body, serialize_head
 
 # -- helpers -----------------------------------------------------------------------------------
 

@@ -1,7 +1,7 @@
-"""Bidirectional-streaming calls on the native transport (:mod:`kserve_v2.grpc.native`).
+"""Bidirectional-streaming calls on the native transport (:mod:`kserve_v2.transport.native`).
 
-They implement :class:`~kserve_v2.grpc.channel.SyncStreamCall` and
-:class:`~kserve_v2.grpc.channel.AsyncStreamCall`, which :mod:`kserve_v2.grpc.stream` runs
+They implement :class:`~kserve_v2.interfaces.SyncStreamCall` and
+:class:`~kserve_v2.interfaces.AsyncStreamCall`, which :mod:`kserve_v2.grpc.stream` runs
 ``ModelStreamInfer`` on; channels make them with ``open_stream``.
 
 * :class:`NativeStreamCall` (sync) owns a connection of its own, opened on first use (sending
@@ -40,9 +40,8 @@ from kserve_v2.errors import (
     ServerError,
     TransportError,
 )
-from kserve_v2.grpc.channel import Metadata, StreamMessage, check_compression
-from kserve_v2.grpc.http2 import CallResponse, status_error
-from kserve_v2.grpc.native import _Retry, frame_message
+from kserve_v2.grpc.config import Metadata, check_compression
+from kserve_v2.grpc.framing import CallResponse, status_error
 from kserve_v2.h2.connection import (
     DataReceived,
     Event,
@@ -51,10 +50,12 @@ from kserve_v2.h2.connection import (
     WindowUpdated,
 )
 from kserve_v2.h2.frames import ErrorCode
-from kserve_v2.transport.base import deadline_after
+from kserve_v2.interfaces import StreamMessage
+from kserve_v2.transport.native import _Retry, frame_message
+from kserve_v2.transport.sockets import deadline_after
 
 if TYPE_CHECKING:
-    from kserve_v2.grpc.native import (
+    from kserve_v2.transport.native import (
         AsyncNativeGRPCChannel,
         NativeGRPCChannel,
         _AsyncConnection,
@@ -116,7 +117,7 @@ def _shutdown(sock: socket.socket) -> None:
 
 class NativeStreamCall:
     """A bidirectional-streaming call on a connection of its own (made by
-    ``NativeGRPCChannel.open_stream``); see :class:`~kserve_v2.grpc.channel.SyncStreamCall`.
+    ``NativeGRPCChannel.open_stream``); see :class:`~kserve_v2.interfaces.SyncStreamCall`.
 
     Example::
 
@@ -468,8 +469,8 @@ class NativeStreamCall:
 
 class AsyncNativeStreamCall:
     """A bidirectional-streaming call on the shared connection of an
-    :class:`~kserve_v2.grpc.native.AsyncNativeGRPCChannel` (made by its ``open_stream``,
-    inside the running loop); see :class:`~kserve_v2.grpc.channel.AsyncStreamCall`.
+    :class:`~kserve_v2.transport.native.AsyncNativeGRPCChannel` (made by its ``open_stream``,
+    inside the running loop); see :class:`~kserve_v2.interfaces.AsyncStreamCall`.
 
     The stream opens on the first :meth:`read` or :meth:`write`.
 

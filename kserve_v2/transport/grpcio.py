@@ -8,7 +8,7 @@ tensor data (see :mod:`kserve_v2.grpc.wire`). :func:`translate_rpc_error` turns 
 ``grpc.RpcError`` into the library's error tree; both channels and their stream calls use it.
 
 Streaming calls (``open_stream``) follow :class:`SyncStreamCall` / :class:`AsyncStreamCall`,
-which the native transport (:mod:`kserve_v2.grpc.native_stream`) implements too, so
+which the native transport (:mod:`kserve_v2.transport.native_stream`) implements too, so
 :mod:`kserve_v2.grpc.stream` runs on either transport.
 
 grpcio is imported only when a channel is built; without it :class:`MissingDependencyError`
@@ -16,8 +16,10 @@ says ``pip install 'kserve-v2[grpc]'``.
 
 Example::
 
-    from kserve_v2.client.endpoint import parse_url
-    from kserve_v2.grpc.channel import GRPCChannel, GRPCKeepAlive, channel_config
+    from kserve_v2.endpoint import parse_url
+    from kserve_v2.transport.grpcio import GRPCChannel
+    from kserve_v2.options import GRPCKeepAlive
+    from kserve_v2.grpc.config import channel_config
 
     config = channel_config(parse_url("grpc://localhost:8001"),
                             keepalive=GRPCKeepAlive(time_ms=10_000))
@@ -34,55 +36,25 @@ import math
 import queue
 import re
 import threading
-from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterator
 from types import ModuleType
-from typing import TYPE_CHECKING, Any, Final, Protocol
+from typing import TYPE_CHECKING, Any, Final
 
 from kserve_v2.errors import (
     DeadlineExceededError,
-    InvalidInputError,
     KServeError,
-    MissingDependencyError,
     ServerError,
     TransportError,
 )
+from kserve_v2.grpc.config import ChannelConfig, Metadata, check_compression, import_grpc
+from kserve_v2.grpc.status import code_name
+from kserve_v2.interfaces import CLOSED_FOR_SENDING, AsyncStreamCall, StreamMessage, SyncStreamCall
 
 if TYPE_CHECKING:
-    from kserve_v2.client.base import TLSOptions
-    from kserve_v2.client.endpoint import Endpoint
     from kserve_v2.datatypes import BytesLike
 
-__all__ = [
-    "AsyncGRPCChannel",
-    "AsyncStreamCall",
-    "AsyncStreamChannel",
-    "ChannelConfig",
-    "GRPCChannel",
-    "GRPCKeepAlive",
-    "Metadata",
-    "StreamMessage",
-    "SyncStreamCall",
-    "SyncStreamChannel",
-    "channel_config",
-    "import_grpc",
-    "status_of",
-    "translate_rpc_error",
-]
+__all__ = ["AsyncGRPCChannel", "GRPCChannel", "translate_rpc_error"]
 
-#: gRPC metadata: (lower-case key, value) pairs.
-Metadata = tuple[tuple[str, str], ...]
-
-#: Compression names accepted by ``compression=`` arguments (grpcio's algorithms).
-COMPRESSIONS: Final = ("gzip", "deflate")
-
-#: Channel arguments every channel starts from; user ``options`` are added on top (a key
-#: given there replaces the default). Tensors routinely exceed grpcio's 4 MiB receive limit,
-#: so both directions are unlimited (-1) like Triton's own server.
-DEFAULT_OPTIONS: Final[tuple[tuple[str, Any], ...]] = (
-    ("grpc.max_send_message_length", -1),
-    ("grpc.max_receive_message_length", -1),
-)
 
 # grpcio's words for a call that never reached the server (UNAVAILABLE is also what a server
 # says when it is shutting down, which is a server answer, not a transport failure).
@@ -97,266 +69,12 @@ _CONNECT_FAILURE: Final = re.compile(
 _LOCAL_CANCEL: Final = re.compile(r"channel closed|locally cancelled", re.IGNORECASE)
 
 
-def import_grpc() -> ModuleType:
-    """The ``grpc`` module; :class:`MissingDependencyError` with an install hint without it."""
-    try:
-        import grpc
-    except ImportError as exc:
-        raise MissingDependencyError("gRPC", "grpc", "grpcio") from exc
-    module: ModuleType = grpc  # grpcio ships no type information
-    return module
-
-
 def _import_grpc_aio() -> ModuleType:
     import_grpc()
     import grpc.aio
 
     module: ModuleType = grpc.aio
     return module
-
-
-@dataclass(frozen=True, slots=True)
-class GRPCKeepAlive:
-    """HTTP/2 keepalive pings of a gRPC channel (grpc's ``grpc.keepalive_*`` arguments).
-
-    The defaults are grpcio's: no pings (``time_ms`` of 2**31 - 1). Servers refuse pings that
-    come more often than they allow (Triton: ``--grpc-http2-min-recv-ping-interval-without-data``)
-    and close the connection with GOAWAY ``too_many_pings``.
-
-    Example::
-
-        Client("grpc://host:8001", grpc_keepalive=GRPCKeepAlive(time_ms=30_000))
-    """
-
-    #: milliseconds between pings on an idle connection
-    time_ms: int = 2**31 - 1
-    #: milliseconds to wait for a ping's answer before the connection is declared dead
-    timeout_ms: int = 20_000
-    #: ping also when no call is in flight
-    permit_without_calls: bool = False
-    #: pings allowed without data in between (0: unlimited)
-    http2_max_pings_without_data: int = 2
-
-    def __post_init__(self) -> None:
-        for name in ("time_ms", "timeout_ms", "http2_max_pings_without_data"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-                raise InvalidInputError(
-                    f"GRPCKeepAlive.{name} must be a non-negative integer", value=value
-                )
-
-    def channel_options(self) -> tuple[tuple[str, Any], ...]:
-        """The channel arguments for these settings."""
-        return (
-            ("grpc.keepalive_time_ms", self.time_ms),
-            ("grpc.keepalive_timeout_ms", self.timeout_ms),
-            ("grpc.keepalive_permit_without_calls", int(self.permit_without_calls)),
-            ("grpc.http2.max_pings_without_data", self.http2_max_pings_without_data),
-        )
-
-
-@dataclass(frozen=True, slots=True)
-class ChannelConfig:
-    """Everything needed to open a channel; built (and checked) by :func:`channel_config`.
-
-    ``credentials`` is a ready ``grpc.ChannelCredentials`` (``None``: build one from the PEM
-    bytes when ``secure``). ``options`` are the final channel arguments.
-    """
-
-    target: str
-    url: str
-    secure: bool = False
-    root_certificates: bytes | None = None
-    private_key: bytes | None = None
-    certificate_chain: bytes | None = None
-    credentials: Any = None
-    options: tuple[tuple[str, Any], ...] = DEFAULT_OPTIONS
-    compression: str | None = None
-    # The same TLS material as files, for the native transport (the ssl module loads files).
-    ca_file: str | None = None
-    cert_file: str | None = None
-    key_file: str | None = None
-    server_hostname: str | None = None
-
-    def __repr__(self) -> str:  # no key material in reprs or logs
-        return (
-            f"ChannelConfig(target={self.target!r}, secure={self.secure}, "
-            f"compression={self.compression!r}, options={self.options!r})"
-        )
-
-
-#: The gRPC transports: the library's own HTTP/2 client, or grpcio.
-TRANSPORTS: Final = ("native", "grpcio")
-# grpcio channel arguments the native transport honours too.
-NATIVE_OPTIONS: Final = frozenset(
-    {"grpc.max_send_message_length", "grpc.max_receive_message_length"}
-)
-
-
-def check_transport(
-    name: object,
-    config: ChannelConfig,
-    credentials: Any = None,
-    options: Sequence[tuple[str, Any]] | Mapping[str, Any] | None = None,
-) -> str:
-    """``name`` if it is a transport that can carry ``config``.
-
-    The native transport cannot use grpcio objects or grpcio's other channel arguments;
-    asking it to is an error that names ``grpc_transport="grpcio"``, rather than a setting
-    silently dropped.
-    """
-    if name not in TRANSPORTS:
-        raise InvalidInputError(
-            f"grpc_transport must be one of {TRANSPORTS}, got {name!r}", value=name
-        )
-    if name == "native":
-        problems = []
-        if credentials is not None:
-            problems.append("grpc_credentials")
-        if any(key not in NATIVE_OPTIONS for key, _ in _merge_options(options)):
-            problems.append("grpc_options other than " + " and ".join(sorted(NATIVE_OPTIONS)))
-        if any(key.startswith("grpc.keepalive") for key, _ in config.options):
-            problems.append("grpc_keepalive")
-        if problems:
-            raise InvalidInputError(
-                f'{" and ".join(problems)} are grpcio settings: pass grpc_transport="grpcio" '
-                "to use them (the default native transport does not)"
-            )
-    return str(name)
-
-
-def check_compression(value: str | None, what: str = "compression") -> str | None:
-    """``value`` if it names a gRPC compression algorithm (or is None)."""
-    if value is not None and value not in COMPRESSIONS:
-        raise InvalidInputError(
-            f"{what} must be one of {COMPRESSIONS} or None, got {value!r}", value=value
-        )
-    return value
-
-
-def _read_pem(path: str | None, what: str) -> bytes | None:
-    if path is None:
-        return None
-    try:
-        with open(path, "rb") as file:
-            return file.read()
-    except OSError as exc:
-        raise InvalidInputError(f"cannot read TLS {what} {path!r}: {exc}", value=path) from exc
-
-
-def _merge_options(
-    *groups: Sequence[tuple[str, Any]] | Mapping[str, Any] | None,
-) -> tuple[tuple[str, Any], ...]:
-    merged: dict[str, Any] = {}
-    for group in groups:
-        if not group:
-            continue
-        items = group.items() if isinstance(group, Mapping) else group
-        for item in items:
-            try:
-                key, value = item
-            except (TypeError, ValueError):
-                raise InvalidInputError(
-                    f"gRPC channel options must be (name, value) pairs, got {item!r}", value=item
-                ) from None
-            if not isinstance(key, str) or not key:
-                raise InvalidInputError(
-                    f"gRPC channel option names must be non-empty strings, got {key!r}",
-                    value=key,
-                )
-            merged.pop(key, None)  # a later setting replaces an earlier one, in its place
-            merged[key] = value
-    return tuple(merged.items())
-
-
-def channel_config(
-    endpoint: Endpoint,
-    *,
-    tls: TLSOptions | None = None,
-    credentials: Any = None,
-    keepalive: GRPCKeepAlive | None = None,
-    options: Sequence[tuple[str, Any]] | Mapping[str, Any] | None = None,
-    compression: str | None = None,
-) -> ChannelConfig:
-    """Check the channel settings of a ``grpc://``/``grpcs://`` endpoint.
-
-    Args:
-        endpoint: the parsed server URL.
-        tls: for ``grpcs://``: ``ca_file`` (PEM roots; default: grpcio's bundled roots),
-            ``cert_file`` + ``key_file`` (mutual TLS), ``server_hostname`` (the name the
-            server certificate must carry, sent as ``grpc.ssl_target_name_override``).
-            ``ssl_context`` and ``verify=False`` have no gRPC equivalent and are refused.
-        credentials: a ready ``grpc.ChannelCredentials`` (e.g. with call credentials
-            composed in); needs ``grpcs://`` and excludes the certificate files.
-        keepalive: keepalive pings (see :class:`GRPCKeepAlive`).
-        options: further channel arguments, added to the defaults (unlimited message sizes;
-            a name given here replaces the default's value).
-        compression: ``"gzip"`` or ``"deflate"``: compress every request message.
-    """
-    if keepalive is not None and not isinstance(keepalive, GRPCKeepAlive):
-        raise InvalidInputError("keepalive must be a GRPCKeepAlive", value=keepalive)
-    check_compression(compression)
-    if options is not None and not isinstance(options, Mapping | Sequence):
-        raise InvalidInputError(
-            "gRPC channel options must be a mapping or a sequence of (name, value) pairs",
-            value=options,
-        )
-    extra: list[tuple[str, Any]] = []
-    secure = endpoint.tls
-    root = key = chain = None
-    if credentials is not None:
-        if not secure:
-            raise InvalidInputError(
-                f"grpc_credentials need a grpcs:// URL, got {endpoint}", value=credentials
-            )
-        grpc = import_grpc()
-        if not isinstance(credentials, grpc.ChannelCredentials):
-            raise InvalidInputError(
-                "grpc_credentials must be a grpc.ChannelCredentials", value=credentials
-            )
-    if tls is not None:
-        if tls.ssl_context is not None:
-            raise InvalidInputError(
-                "TLSOptions.ssl_context applies to https:// only; give gRPC ca_file, "
-                "cert_file and key_file (or grpc_credentials)"
-            )
-        if not tls.verify:
-            raise InvalidInputError(
-                "TLSOptions.verify=False is not available over gRPC (grpcio always checks the "
-                "server certificate); pass the server's CA as ca_file"
-            )
-        if (tls.cert_file is None) != (tls.key_file is None):
-            raise InvalidInputError("mutual TLS needs both cert_file and key_file")
-        if credentials is not None and (tls.ca_file or tls.cert_file):
-            raise InvalidInputError(
-                "give either grpc_credentials or TLS certificate files, not both"
-            )
-        if secure and credentials is None:
-            root = _read_pem(tls.ca_file, "ca_file")
-            chain = _read_pem(tls.cert_file, "cert_file")
-            key = _read_pem(tls.key_file, "key_file")
-        if tls.server_hostname is not None:
-            extra.append(("grpc.ssl_target_name_override", tls.server_hostname))
-    return ChannelConfig(
-        target=endpoint.authority,
-        url=str(endpoint),
-        secure=secure,
-        root_certificates=root,
-        private_key=key,
-        certificate_chain=chain,
-        credentials=credentials,
-        ca_file=tls.ca_file if tls is not None and secure else None,
-        cert_file=tls.cert_file if tls is not None and secure else None,
-        key_file=tls.key_file if tls is not None and secure else None,
-        server_hostname=tls.server_hostname if tls is not None else None,
-        options=_merge_options(
-            DEFAULT_OPTIONS,
-            keepalive.channel_options() if keepalive is not None else None,
-            extra,
-            options,
-        ),
-        compression=compression,
-    )
 
 
 def _credentials(grpc: ModuleType, config: ChannelConfig) -> Any:
@@ -385,13 +103,6 @@ def compression_of(grpc: ModuleType, name: str | None) -> Any:
 # ------------------------------------------------------------------------- error boundary
 
 
-def _code_name(exc: BaseException) -> str:
-    code_of = getattr(exc, "code", None)
-    code = code_of() if callable(code_of) else None
-    name = getattr(code, "name", None)
-    return name if isinstance(name, str) else "UNKNOWN"
-
-
 def _details(exc: BaseException) -> str:
     details_of = getattr(exc, "details", None)
     details = details_of() if callable(details_of) else None
@@ -406,7 +117,7 @@ def translate_rpc_error(exc: BaseException, url: str | None = None) -> KServeErr
     closed) become :class:`TransportError`; every other status is the server's answer:
     :class:`ServerError` with ``grpc_code`` and the status details verbatim.
     """
-    name = _code_name(exc)
+    name = code_name(exc)
     details = _details(exc)
     if name == "DEADLINE_EXCEEDED":
         return DeadlineExceededError(f"gRPC deadline exceeded: {details}", url=url)
@@ -415,18 +126,6 @@ def translate_rpc_error(exc: BaseException, url: str | None = None) -> KServeErr
     ):
         return TransportError(f"gRPC {name}: {details}", url=url)
     return ServerError(details, grpc_code=name)
-
-
-def status_of(exc: BaseException) -> str:
-    """The gRPC status name behind a translated error (for wire hooks)."""
-    if isinstance(exc, ServerError) and exc.grpc_code:
-        return exc.grpc_code
-    cause = exc.__cause__
-    if cause is not None and hasattr(cause, "code"):
-        return _code_name(cause)
-    if isinstance(exc, DeadlineExceededError):
-        return "DEADLINE_EXCEEDED"
-    return "UNKNOWN"
 
 
 def _response_metadata(call: Any) -> Metadata:
@@ -438,94 +137,6 @@ def _response_metadata(call: Any) -> Metadata:
 
 
 # --------------------------------------------------------------------------- stream calls
-
-#: One response message of a stream call. The native transport hands over a message that
-#: arrived in pieces as the bytearray it was assembled in (not copied once more).
-StreamMessage = bytes | bytearray
-
-_CLOSED_FOR_SENDING: Final = "the stream is closed; open a new one with client.stream()"
-
-
-class SyncStreamCall(Protocol):
-    """One bidirectional-streaming call, whatever the transport (``open_stream``'s result).
-
-    Requests go out with :meth:`send` (from any thread, one whole message at a time) until
-    :meth:`done_sending`; iterating the call (one thread) yields the response messages and
-    ends when the server ends the call with ``OK``. Any other status, a deadline or a broken
-    connection raises the kserve-v2 error :func:`translate_rpc_error` gives (``ServerError``
-    with ``grpc_code``, :class:`DeadlineExceededError`, :class:`TransportError`) once the
-    messages before it were yielded. After :meth:`cancel` iteration ends quietly. ``status``
-    is the final gRPC status name (``"CANCELLED"`` after a cancel), ``None`` while running.
-
-    A send that waits for flow control is released by the iteration, so keep iterating while
-    sending.
-    """
-
-    @property
-    def status(self) -> str | None: ...
-
-    def send(self, data: bytes) -> None:
-        """Send one request message (serialized, not yet framed)."""
-
-    def done_sending(self) -> None:
-        """No more requests (half-close). A no-op once the call is over."""
-
-    def __iter__(self) -> Iterator[StreamMessage]: ...
-
-    def cancel(self) -> None:
-        """End the call now, from any thread. Idempotent."""
-
-
-class AsyncStreamCall(Protocol):
-    """The asyncio twin of :class:`SyncStreamCall`: ``await read()`` returns the next
-    message, ``None`` at an ``OK`` end (and after :meth:`cancel`); errors as there. One
-    :meth:`write` at a time."""
-
-    @property
-    def status(self) -> str | None: ...
-
-    async def read(self) -> StreamMessage | None: ...
-
-    async def write(self, data: bytes) -> None: ...
-
-    async def done_writing(self) -> None:
-        """No more requests (half-close). A no-op once the call is over."""
-
-    def cancel(self) -> None:
-        """End the call now. Idempotent."""
-
-
-class SyncStreamChannel(Protocol):
-    """What :class:`~kserve_v2.grpc.stream.GRPCStream` needs of a channel."""
-
-    @property
-    def config(self) -> ChannelConfig: ...
-
-    def open_stream(
-        self,
-        method: str,
-        *,
-        timeout: float | None = None,
-        metadata: Metadata = (),
-        compression: str | None = None,
-    ) -> SyncStreamCall: ...
-
-
-class AsyncStreamChannel(Protocol):
-    """What :class:`~kserve_v2.grpc.stream.AsyncGRPCStream` needs of a channel
-    (``open_stream`` is called inside the running event loop)."""
-
-    @property
-    def config(self) -> ChannelConfig: ...
-
-    def open_stream(
-        self,
-        method: str,
-        *,
-        timeout: float | None = None,
-        metadata: Metadata = (),
-        compression: str | None = None,
-    ) -> AsyncStreamCall: ...
 
 
 class _GrpcioStreamCall:
@@ -563,7 +174,7 @@ class _GrpcioStreamCall:
     def send(self, data: bytes) -> None:
         with self._lock:
             if not self._sending:
-                raise TransportError(_CLOSED_FOR_SENDING, url=self._url)
+                raise TransportError(CLOSED_FOR_SENDING, url=self._url)
             self._requests.put(data)
 
     def done_sending(self) -> None:
@@ -577,7 +188,7 @@ class _GrpcioStreamCall:
             yield from self._call
             self.status = "OK"
         except self._grpc.RpcError as exc:
-            self.status = _code_name(exc)
+            self.status = code_name(exc)
             if not (self._cancelled and self.status == "CANCELLED"):
                 raise translate_rpc_error(exc, self._url) from exc
         finally:
@@ -615,7 +226,7 @@ class _AsyncGrpcioStreamCall:
         try:
             data = await self._call.read()
         except self._grpc.RpcError as exc:
-            self.status = _code_name(exc)
+            self.status = code_name(exc)
             if self._cancelled and self.status == "CANCELLED":
                 return None
             raise translate_rpc_error(exc, self._url) from exc
@@ -638,7 +249,7 @@ class _AsyncGrpcioStreamCall:
         except self._grpc.RpcError as exc:
             raise translate_rpc_error(exc, self._url) from exc
         except asyncio.InvalidStateError as exc:  # half-closed, or the call is over
-            raise TransportError(_CLOSED_FOR_SENDING, url=self._url) from exc
+            raise TransportError(CLOSED_FOR_SENDING, url=self._url) from exc
 
     async def done_writing(self) -> None:
         with contextlib.suppress(self._grpc.RpcError, asyncio.InvalidStateError):

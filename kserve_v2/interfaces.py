@@ -24,43 +24,36 @@ Contract every transport keeps:
 
 from __future__ import annotations
 
-import math
-from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
-from contextlib import AbstractAsyncContextManager, AbstractContextManager
-from dataclasses import dataclass, field
-from typing import Protocol, runtime_checkable
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Final, Protocol
 
-from kserve_v2.errors import InvalidInputError
+from kserve_v2.datatypes import BytesLike
+from kserve_v2.grpc.config import ChannelConfig, Metadata
+
+if TYPE_CHECKING:
+    from kserve_v2.datatypes import BytesLike
+
+from collections.abc import AsyncIterator
+from contextlib import AbstractAsyncContextManager, AbstractContextManager
+from dataclasses import field
+from typing import runtime_checkable
 
 __all__ = [
+    "AsyncStreamCall",
+    "AsyncStreamChannel",
     "AsyncStreamingResponse",
     "AsyncTransport",
     "BytesLike",
+    "CLOSED_FOR_SENDING",
     "HTTPRequest",
     "HTTPResponse",
+    "StreamMessage",
     "StreamingResponse",
+    "SyncStreamCall",
+    "SyncStreamChannel",
     "Transport",
-    "check_max_response_size",
-    "deadline_after",
 ]
-
-BytesLike = bytes | bytearray | memoryview
-
-
-def deadline_after(timeout: float | None, now: float) -> float | None:
-    """The deadline ``timeout`` seconds after ``now`` (monotonic or event-loop time), as every
-    transport computes it. None for no timeout, and for an infinite one: sockets, select and
-    timers cannot wait ``math.inf`` seconds."""
-    return None if timeout is None or timeout == math.inf else now + timeout
-
-
-def check_max_response_size(value: int | None) -> int | None:
-    """Validate a ``max_response_size`` argument: a positive number of bytes, or None."""
-    if value is not None and (type(value) is not int or value < 1):
-        raise InvalidInputError(
-            "max_response_size must be a positive number of bytes or None", value=value
-        )
-    return value
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,3 +130,93 @@ class AsyncTransport(Protocol):
     ) -> AbstractAsyncContextManager[AsyncStreamingResponse]: ...
 
     async def aclose(self) -> None: ...
+
+
+#: One response message of a stream call. The native transport hands over a message that
+#: arrived in pieces as the bytearray it was assembled in (not copied once more).
+StreamMessage = bytes | bytearray
+
+
+CLOSED_FOR_SENDING: Final = "the stream is closed; open a new one with client.stream()"
+
+
+class SyncStreamCall(Protocol):
+    """One bidirectional-streaming call, whatever the transport (``open_stream``'s result).
+
+    Requests go out with :meth:`send` (from any thread, one whole message at a time) until
+    :meth:`done_sending`; iterating the call (one thread) yields the response messages and
+    ends when the server ends the call with ``OK``. Any other status, a deadline or a broken
+    connection raises the kserve-v2 error :func:`translate_rpc_error` gives (``ServerError``
+    with ``grpc_code``, :class:`DeadlineExceededError`, :class:`TransportError`) once the
+    messages before it were yielded. After :meth:`cancel` iteration ends quietly. ``status``
+    is the final gRPC status name (``"CANCELLED"`` after a cancel), ``None`` while running.
+
+    A send that waits for flow control is released by the iteration, so keep iterating while
+    sending.
+    """
+
+    @property
+    def status(self) -> str | None: ...
+
+    def send(self, data: bytes) -> None:
+        """Send one request message (serialized, not yet framed)."""
+
+    def done_sending(self) -> None:
+        """No more requests (half-close). A no-op once the call is over."""
+
+    def __iter__(self) -> Iterator[StreamMessage]: ...
+
+    def cancel(self) -> None:
+        """End the call now, from any thread. Idempotent."""
+
+
+class AsyncStreamCall(Protocol):
+    """The asyncio twin of :class:`SyncStreamCall`: ``await read()`` returns the next
+    message, ``None`` at an ``OK`` end (and after :meth:`cancel`); errors as there. One
+    :meth:`write` at a time."""
+
+    @property
+    def status(self) -> str | None: ...
+
+    async def read(self) -> StreamMessage | None: ...
+
+    async def write(self, data: bytes) -> None: ...
+
+    async def done_writing(self) -> None:
+        """No more requests (half-close). A no-op once the call is over."""
+
+    def cancel(self) -> None:
+        """End the call now. Idempotent."""
+
+
+class SyncStreamChannel(Protocol):
+    """What :class:`~kserve_v2.grpc.stream.GRPCStream` needs of a channel."""
+
+    @property
+    def config(self) -> ChannelConfig: ...
+
+    def open_stream(
+        self,
+        method: str,
+        *,
+        timeout: float | None = None,
+        metadata: Metadata = (),
+        compression: str | None = None,
+    ) -> SyncStreamCall: ...
+
+
+class AsyncStreamChannel(Protocol):
+    """What :class:`~kserve_v2.grpc.stream.AsyncGRPCStream` needs of a channel
+    (``open_stream`` is called inside the running event loop)."""
+
+    @property
+    def config(self) -> ChannelConfig: ...
+
+    def open_stream(
+        self,
+        method: str,
+        *,
+        timeout: float | None = None,
+        metadata: Metadata = (),
+        compression: str | None = None,
+    ) -> AsyncStreamCall: ...

@@ -1,4 +1,4 @@
-"""kserve_v2.grpc.http2: gRPC's framing over HTTP/2, without a server.
+"""kserve_v2.grpc.framing: gRPC's framing over HTTP/2, without a server.
 
 Request header blocks are checked by decoding them with the HPACK decoder; the message
 framing by splitting framed bytes at arbitrary points; responses by feeding
@@ -29,8 +29,8 @@ from kserve_v2.errors import (
     ProtocolError,
     ServerError,
 )
-from kserve_v2.grpc import http2
-from kserve_v2.grpc.http2 import (
+from kserve_v2.grpc import framing
+from kserve_v2.grpc.framing import (
     ACCEPT_ENCODING,
     STATUS_NAMES,
     USER_AGENT,
@@ -327,7 +327,7 @@ def test_message_reader_byte_at_a_time_and_one_chunk() -> None:
 def test_message_reader_grows_messages_above_the_preallocation_limit(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(http2, "_PREALLOCATE_LIMIT", 10)
+    monkeypatch.setattr(framing, "_PREALLOCATE_LIMIT", 10)
     messages = [(0, bytes(range(50))), (0, b"short"), (1, b"y" * 11)]
     raw = b"".join(framed(m, flag=flag) for flag, m in messages)
     for cuts in ([], [3, 7, 20, 30], list(range(len(raw)))):

@@ -1,6 +1,6 @@
 """The HTTP/REST side of the client, without I/O.
 
-Each method of :class:`HTTPProtocol` returns an :class:`HTTPCall`: the request to send and the
+Each method of :class:`HTTPBackend` returns an :class:`HTTPCall`: the request to send and the
 function that turns the response into the method's result. The sync and async clients only move
 the request through their transport (and tell the wire hook), so all logic lives here once.
 """
@@ -15,14 +15,17 @@ from dataclasses import dataclass
 from typing import Any, Final, Generic, TypeVar
 from urllib.parse import urlsplit
 
-from kserve_v2.client.endpoint import Endpoint
-from kserve_v2.client.extensions import (
+from kserve_v2.arguments import (
+    Headers,
     log_settings_update,
     normalize_load_request,
     trace_settings_update,
 )
-from kserve_v2.client.wire import WireHook, WireMessage
+from kserve_v2.datatypes import BytesLike
+from kserve_v2.endpoint import Endpoint
 from kserve_v2.errors import InvalidInputError, ProtocolError, ServerError
+from kserve_v2.hooks import WireHook, WireMessage
+from kserve_v2.interfaces import AsyncTransport, HTTPRequest, HTTPResponse, Transport
 from kserve_v2.messages import (
     InferRequest,
     InferResult,
@@ -37,30 +40,13 @@ from kserve_v2.rest.paths import QueryParams, RestPaths, with_query
 from kserve_v2.rest.sse import ServerSentEvent, SSEDecoder
 from kserve_v2.shm.cuda import cuda_register_body
 from kserve_v2.shm.system import system_register_body
-from kserve_v2.transport.base import (
-    AsyncTransport,
-    BytesLike,
-    HTTPRequest,
-    HTTPResponse,
-    Transport,
-)
 
-__all__ = [
-    "DEFAULT_METRICS_PORT",
-    "HTTPCall",
-    "HTTPProtocol",
-    "HTTPStreamCall",
-    "Headers",
-    "metrics_call",
-]
+__all__ = ["DEFAULT_METRICS_PORT", "HTTPCall", "HTTPBackend", "HTTPStreamCall", "metrics_call"]
 
 #: Triton's default metrics port, used when ``metrics()`` is given no URL.
 DEFAULT_METRICS_PORT: Final = 8002
 
 T = TypeVar("T")
-
-#: Extra headers: a mapping or a sequence of (name, value) pairs.
-Headers = Mapping[str, str] | Sequence[tuple[str, str]]
 
 
 def _header_items(headers: Headers | None) -> list[tuple[str, str]]:
@@ -394,7 +380,7 @@ def metrics_call(
     return HTTPCall(request, lambda r: parse_metrics(_ok(r).body))
 
 
-class HTTPProtocol:
+class HTTPBackend:
     """Builds HTTP calls for one server; shared by :class:`Client` and :class:`AsyncClient`."""
 
     def __init__(

@@ -1,19 +1,20 @@
-"""The gRPC side of the client, without I/O: the twin of :mod:`kserve_v2.client.http`.
+"""The gRPC side of the client, without I/O: the twin of :mod:`kserve_v2.rest.backend`.
 
-Each method of :class:`GRPCProtocol` returns a :class:`GRPCCall`: the RPC's full method name,
+Each method of :class:`GRPCBackend` returns a :class:`GRPCCall`: the RPC's full method name,
 the serialized request, the call's metadata, deadline and compression, and the function that
 turns the response bytes into the method's result. The clients run it through their channel
-(:class:`~kserve_v2.grpc.channel.GRPCChannel` or its asyncio twin); only ``run``/``arun``
+(:class:`~kserve_v2.transport.grpcio.GRPCChannel` or its asyncio twin); only ``run``/``arun``
 touch I/O, so the sync and async clients share everything else.
 
 Example::
 
-    from kserve_v2.client.endpoint import parse_url
-    from kserve_v2.grpc.channel import GRPCChannel, channel_config
-    from kserve_v2.grpc.protocol import GRPCProtocol
+    from kserve_v2.endpoint import parse_url
+    from kserve_v2.transport.grpcio import GRPCChannel
+    from kserve_v2.grpc.config import channel_config
+    from kserve_v2.grpc.backend import GRPCBackend
 
     endpoint = parse_url("grpc://localhost:8001")
-    proto, channel = GRPCProtocol(endpoint, timeout=10.0), GRPCChannel(channel_config(endpoint))
+    proto, channel = GRPCBackend(endpoint, timeout=10.0), GRPCChannel(channel_config(endpoint))
     print(proto.server_metadata().run(channel, None))    # ServerMetadata(name='triton', ...)
 """
 
@@ -26,12 +27,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Generic, TypeVar
 
-from kserve_v2.client.http import Headers
-from kserve_v2.client.wire import WireHook, WireMessage
+from kserve_v2.arguments import Headers
 from kserve_v2.errors import InvalidInputError, ServerError
 from kserve_v2.grpc import codec, extensions
-from kserve_v2.grpc.channel import Metadata, check_compression, status_of
+from kserve_v2.grpc.config import Metadata, check_compression
+from kserve_v2.grpc.status import status_of
 from kserve_v2.grpc.wire import BytesLike
+from kserve_v2.hooks import WireHook, WireMessage
 from kserve_v2.messages import (
     InferRequest,
     InferResult,
@@ -41,10 +43,10 @@ from kserve_v2.messages import (
 )
 
 if TYPE_CHECKING:
-    from kserve_v2.client.endpoint import Endpoint
-    from kserve_v2.grpc.channel import AsyncGRPCChannel, GRPCChannel
+    from kserve_v2.endpoint import Endpoint
+    from kserve_v2.transport.grpcio import AsyncGRPCChannel, GRPCChannel
 
-__all__ = ["SERVICE", "GRPCCall", "GRPCProtocol", "metadata_items"]
+__all__ = ["SERVICE", "GRPCCall", "GRPCBackend", "metadata_items"]
 
 T = TypeVar("T")
 
@@ -183,7 +185,7 @@ def _nothing(_data: bytes) -> None:
     return None
 
 
-class GRPCProtocol:
+class GRPCBackend:
     """Builds gRPC calls for one server; shared by :class:`Client` and :class:`AsyncClient`.
 
     Args:

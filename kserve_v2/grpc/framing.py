@@ -1,7 +1,7 @@
 """gRPC over HTTP/2, without I/O: request header blocks, the length-prefixed message framing,
 and reading a call's response (headers, messages, trailers) into a status.
 
-This is the gRPC layer of the native transport (:mod:`kserve_v2.grpc.native`); HTTP/2 itself
+This is the gRPC layer of the native transport (:mod:`kserve_v2.transport.native`); HTTP/2 itself
 is :mod:`kserve_v2.h2.connection`. It follows gRPC's "PROTOCOL-HTTP2" document: requests
 carry ``:method POST``, ``:scheme``, ``:path /package.Service/Method``, ``:authority``,
 ``te: trailers``, ``content-type: application/grpc``, ``grpc-timeout`` and
@@ -27,9 +27,9 @@ from collections.abc import Callable, Sequence
 from typing import Final
 from urllib.parse import unquote
 
-from kserve_v2 import __version__
 from kserve_v2.errors import DeadlineExceededError, KServeError, ProtocolError, ServerError
 from kserve_v2.h2.hpack import Encoder
+from kserve_v2.version import __version__
 
 __all__ = [
     "STATUS_NAMES",

@@ -4,8 +4,8 @@ grpcio's Python call path costs more client CPU than everything else in a small 
 (about 240 µs per call on the benchmark machine, where tritonclient's whole request costs
 about 320 µs). These channels speak gRPC over HTTP/2 directly on sockets, with the sans-IO
 pieces doing the work: :mod:`kserve_v2.h2.connection` (HTTP/2), :mod:`kserve_v2.h2.hpack`
-and :mod:`kserve_v2.grpc.http2` (the gRPC framing). They move bytes exactly like
-:class:`~kserve_v2.grpc.channel.GRPCChannel` (``call_unary``), so the protocol layer and
+and :mod:`kserve_v2.grpc.framing` (the gRPC framing). They move bytes exactly like
+:class:`~kserve_v2.transport.grpcio.GRPCChannel` (``call_unary``), so the protocol layer and
 the codecs do not know which transport runs them.
 
 * :class:`NativeGRPCChannel` (sync) keeps a pool of connections and runs one call at a time
@@ -23,7 +23,7 @@ the same errors as the grpcio channel. A client-side deadline is also sent as
 ``grpc-timeout``; when it expires the stream is reset (``RST_STREAM CANCEL``).
 
 TLS uses the standard ``ssl`` module with ALPN ``h2`` (gRPC servers require it).
-Bidirectional streams (``open_stream``) are in :mod:`kserve_v2.grpc.native_stream`.
+Bidirectional streams (``open_stream``) are in :mod:`kserve_v2.transport.native_stream`.
 """
 
 from __future__ import annotations
@@ -46,8 +46,8 @@ from kserve_v2.errors import (
     ProtocolError,
     TransportError,
 )
-from kserve_v2.grpc.channel import ChannelConfig, Metadata, check_compression
-from kserve_v2.grpc.http2 import (
+from kserve_v2.grpc.config import ChannelConfig, Metadata, check_compression
+from kserve_v2.grpc.framing import (
     CallResponse,
     RequestHeaders,
     compress_message,
@@ -64,11 +64,10 @@ from kserve_v2.h2.connection import (
     StreamReset,
 )
 from kserve_v2.h2.frames import ErrorCode
-from kserve_v2.transport.base import deadline_after
-from kserve_v2.transport.stdlib import HAS_SENDMSG, IOV_MAX, sendmsg_rest
+from kserve_v2.transport.sockets import HAS_SENDMSG, IOV_MAX, deadline_after, sendmsg_rest
 
 if TYPE_CHECKING:
-    from kserve_v2.grpc.native_stream import AsyncNativeStreamCall, NativeStreamCall
+    from kserve_v2.transport.native_stream import AsyncNativeStreamCall, NativeStreamCall
 
 __all__ = ["AsyncNativeGRPCChannel", "NativeGRPCChannel", "native_ssl_context"]
 
@@ -361,7 +360,7 @@ class _NativeChannelBase:
 class NativeGRPCChannel(_NativeChannelBase):
     """A synchronous gRPC channel on the library's own HTTP/2 client; thread-safe.
 
-    Drop-in for :class:`~kserve_v2.grpc.channel.GRPCChannel`'s unary calls::
+    Drop-in for :class:`~kserve_v2.transport.grpcio.GRPCChannel`'s unary calls::
 
         channel = NativeGRPCChannel(channel_config(parse_url("grpc://localhost:8001")))
         reply, _ = channel.call_unary("/inference.GRPCInferenceService/ServerLive", b"")
@@ -508,8 +507,8 @@ class NativeGRPCChannel(_NativeChannelBase):
         compression: str | None = None,
     ) -> NativeStreamCall:
         """Start a bidirectional-streaming call on a connection of its own (opened on first
-        use, closed at the end); see :class:`~kserve_v2.grpc.channel.SyncStreamCall`."""
-        from kserve_v2.grpc.native_stream import NativeStreamCall
+        use, closed at the end); see :class:`~kserve_v2.interfaces.SyncStreamCall`."""
+        from kserve_v2.transport.native_stream import NativeStreamCall
 
         if self._closed:
             raise TransportError("the gRPC channel is closed", url=self.config.url)
@@ -863,8 +862,8 @@ class AsyncNativeGRPCChannel(_NativeChannelBase):
         compression: str | None = None,
     ) -> AsyncNativeStreamCall:
         """Start a bidirectional-streaming call, a stream on the shared connection (call from
-        the event loop); see :class:`~kserve_v2.grpc.channel.AsyncStreamCall`."""
-        from kserve_v2.grpc.native_stream import AsyncNativeStreamCall
+        the event loop); see :class:`~kserve_v2.interfaces.AsyncStreamCall`."""
+        from kserve_v2.transport.native_stream import AsyncNativeStreamCall
 
         if self._closed:
             raise TransportError("the gRPC channel is closed", url=self.config.url)

@@ -1,0 +1,4 @@
+__all__ = []
+"""The package version (a module of its own: the layers below the facade read it too)."""
+
+__version__ = "0.1.0"
