@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+import numpy as np
 import numpy.typing as npt
 
 from kserve_v2.datatypes import to_str_array
@@ -36,7 +37,11 @@ __all__ = [
 
 @dataclass(frozen=True, slots=True)
 class InferRequest:
-    """Everything an inference request carries, independent of the protocol used to send it."""
+    """Everything an inference request carries, independent of the protocol used to send it.
+
+    Two requests are equal when their fields are; the inputs compare as :class:`InferInput`
+    does, by identity.
+    """
 
     model_name: str
     inputs: tuple[InferInput, ...]
@@ -46,11 +51,37 @@ class InferRequest:
     parameters: Mapping[str, ParameterValue] = field(default_factory=dict)
 
 
-@dataclass(frozen=True, slots=True)
+def _same_array(a: npt.NDArray[Any] | None, b: npt.NDArray[Any] | None) -> bool:
+    """Whether two tensors' data hold the same values: same shape, dtype and elements.
+
+    Byte order and memory layout are storage, not value, so they are ignored. NaN equals no
+    NaN (numpy's rule), but an array equals itself, as an element does in a Python container.
+    """
+    if a is b:
+        return True
+    if a is None or b is None:
+        return False
+    return (
+        a.shape == b.shape
+        and a.dtype.newbyteorder("=") == b.dtype.newbyteorder("=")
+        and bool(np.array_equal(a, b))
+    )
+
+
+# eq=False: the generated __eq__ would compare ``data`` with ``==``, which gives an array, not a
+# bool (ValueError on Python 3.13, whose dataclasses compare field by field; on older ones too
+# unless both sides hold the very same array).
+@dataclass(frozen=True, slots=True, eq=False)
 class OutputTensor:
     """One output of an inference result.
 
     ``data`` is ``None`` when the server wrote the output into shared memory.
+
+    Two outputs are equal when name, datatype, shape and parameters are, and their data are
+    both ``None`` or hold the same values: the same shape, the same dtype (byte order aside)
+    and equal elements, as :func:`numpy.array_equal` compares them (so NaN equals no NaN).
+    Comparing never raises on the data outputs hold (numbers; ``bytes`` or ``str`` elements).
+    Outputs are unhashable, since their data are mutable arrays.
     """
 
     name: str
@@ -59,6 +90,21 @@ class OutputTensor:
     data: npt.NDArray[Any] | None = field(default=None, repr=False)
     parameters: Mapping[str, ParameterValue] = field(default_factory=dict)
 
+    def __eq__(self, other: object) -> bool:
+        if self is other:
+            return True
+        if not isinstance(other, OutputTensor) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.name == other.name
+            and self.datatype == other.datatype
+            and self.shape == other.shape
+            and self.parameters == other.parameters
+            and _same_array(self.data, other.data)
+        )
+
+    __hash__ = None  # type: ignore[assignment]
+
 
 @dataclass(frozen=True, slots=True)
 class InferResult:
@@ -66,6 +112,9 @@ class InferResult:
 
     Output arrays decoded from binary data are views on the received buffer where the datatype
     allows (no copy). ``BYTES`` outputs are object arrays of ``bytes``; see :meth:`as_str`.
+
+    Two results are equal when their fields are, outputs compared as :class:`OutputTensor`
+    compares them; like their outputs, results are unhashable.
     """
 
     model_name: str
@@ -73,6 +122,10 @@ class InferResult:
     id: str = ""
     parameters: Mapping[str, ParameterValue] = field(default_factory=dict)
     outputs: tuple[OutputTensor, ...] = ()
+
+    # Set in the class, it keeps the dataclass from adding a __hash__ of every field, which
+    # would fail on the outputs and the parameters dict anyway.
+    __hash__ = None  # type: ignore[assignment]
 
     def output(self, name: str) -> OutputTensor:
         """The output called ``name``; :class:`InvalidInputError` naming the ones there are."""

@@ -176,6 +176,10 @@ class InferInput:
         parameters: custom input parameters.
         shared_memory: place the input in a registered shared-memory region instead of
             sending data.
+
+    Inputs compare and hash by identity: an input is a builder that holds the caller's array
+    without copying it and caches its wire form, so its value can change after it is built,
+    and a value equality could not keep a hash consistent with it.
     """
 
     __slots__ = (

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
 
 from kserve_v2.errors import InvalidInputError
 from kserve_v2.messages import (
@@ -21,6 +23,7 @@ from kserve_v2.messages import (
     new_output_tensor,
 )
 from kserve_v2.tensors import InferInput, SharedMemoryPlacement
+from tests.strategies import INFER_RESULTS
 
 
 def _bytes_array(*elements: bytes) -> np.ndarray:
@@ -152,6 +155,120 @@ def test_fast_constructors_build_what_the_class_builds(
         assert getattr(built, field.name) is value
     with pytest.raises(dataclasses.FrozenInstanceError):
         setattr(built, dataclasses.fields(cls)[0].name, "other")
+
+
+# ---------------------------------------------------------------------------------------------
+# equality: outputs and results compare by value, arrays as numpy.array_equal does
+
+
+def _fp32(data: Any, **changes: Any) -> OutputTensor:
+    """An FP32 output of shape (2,) holding ``data``, with the fields in ``changes`` replaced."""
+    return dataclasses.replace(OutputTensor("y", "FP32", (2,), data, {"p": 1}), **changes)
+
+
+NAN = np.array([np.nan, 1.0], np.float32)
+
+EQUAL_OUTPUTS = {
+    "copy": (_fp32(PROBS), _fp32(PROBS.copy())),
+    "same-array": (_fp32(PROBS), _fp32(PROBS)),
+    "big-endian": (_fp32(PROBS), _fp32(PROBS.astype(">f4"))),
+    "strided": (_fp32(PROBS), _fp32(np.array([0.25, 0, 0.75], np.float32)[::2])),
+    "bytes-copy": (_fp32(TEXT, datatype="BYTES"), _fp32(TEXT.copy(), datatype="BYTES")),
+    "shared-memory": (_fp32(None), _fp32(None)),
+    "empty": (
+        _fp32(np.zeros(0, np.float32), shape=(0,)),
+        _fp32(np.zeros(0, np.float32), shape=(0,)),
+    ),
+    "scalar": (
+        _fp32(np.float32(2).reshape(()), shape=()),
+        _fp32(np.array(2, np.float32), shape=()),
+    ),
+    # NaN equals no NaN, but an array equals itself (as in a Python container).
+    "nan-same-array": (_fp32(NAN), _fp32(NAN)),
+}
+
+UNEQUAL_OUTPUTS = {
+    "data": (_fp32(PROBS), _fp32(np.array([0.25, 0.5], np.float32))),
+    "dtype": (_fp32(np.array([1, 2], np.float32)), _fp32(np.array([1, 2], np.float64))),
+    "data-shape": (_fp32(PROBS), _fp32(PROBS.reshape(1, 2))),
+    "broadcastable": (_fp32(np.ones(2, np.float32)), _fp32(np.ones(1, np.float32))),
+    "nan-copy": (_fp32(NAN), _fp32(NAN.copy())),
+    "bytes-data": (
+        _fp32(TEXT, datatype="BYTES"),
+        _fp32(_bytes_array(b"other", b"a\x00"), datatype="BYTES"),
+    ),
+    "bytes-dtype": (
+        _fp32(_bytes_array(b"a", b"b"), datatype="BYTES"),
+        _fp32(np.array([b"a", b"b"]), datatype="BYTES"),
+    ),
+    "no-data": (_fp32(PROBS), _fp32(None)),
+    "name": (_fp32(PROBS), _fp32(PROBS, name="z")),
+    "datatype": (_fp32(PROBS), _fp32(PROBS, datatype="FP64")),
+    "shape": (_fp32(PROBS), _fp32(PROBS, shape=(1, 2))),
+    "parameters": (_fp32(PROBS), _fp32(PROBS, parameters={"p": 2})),
+}
+
+
+@pytest.mark.parametrize(("a", "b"), EQUAL_OUTPUTS.values(), ids=EQUAL_OUTPUTS.keys())
+def test_outputs_with_equal_values_are_equal(a: OutputTensor, b: OutputTensor) -> None:
+    assert a == b
+    assert b == a
+    assert (a != b) is False
+
+
+@pytest.mark.parametrize(("a", "b"), UNEQUAL_OUTPUTS.values(), ids=UNEQUAL_OUTPUTS.keys())
+def test_outputs_that_differ_anywhere_are_unequal(a: OutputTensor, b: OutputTensor) -> None:
+    assert (a == b) is False
+    assert (b == a) is False
+    assert a != b
+
+
+def test_outputs_equal_nothing_else() -> None:
+    tensor = _fp32(PROBS)
+    assert tensor == tensor
+    assert tensor != ("y", "FP32", (2,), PROBS, {"p": 1})
+    assert tensor != None  # noqa: E711 (the comparison is what is tested)
+
+
+def test_results_compare_their_outputs_by_value() -> None:
+    same = copy.deepcopy(RESULT)
+    assert same.outputs[0].data is not PROBS
+    assert same == RESULT
+    other = dataclasses.replace(
+        RESULT, outputs=(_fp32(np.array([0.25, 0.5], np.float32)), *RESULT.outputs[1:])
+    )
+    assert other != RESULT
+    assert dataclasses.replace(RESULT, id="other") != RESULT
+
+
+@pytest.mark.parametrize("value", [_fp32(PROBS), _fp32(None), RESULT, InferResult("m")])
+def test_outputs_and_results_are_unhashable(value: Any) -> None:
+    # Equal values must hash alike; arrays are mutable, so there is no hash at all.
+    with pytest.raises(TypeError, match="unhashable"):
+        hash(value)
+
+
+def test_requests_compare_their_inputs_by_identity() -> None:
+    inputs = (InferInput("x", [1]),)
+    assert InferRequest("m", inputs) == InferRequest("m", inputs)
+    assert InferRequest("m", inputs) != InferRequest("m", (InferInput("x", [1]),))
+
+
+def _holds_nan(result: InferResult) -> bool:
+    return any(
+        t.data is not None and t.data.dtype.kind == "f" and bool(np.isnan(t.data).any())
+        for t in result.outputs
+    )
+
+
+@settings(max_examples=100, deadline=None)
+@given(INFER_RESULTS, INFER_RESULTS)
+def test_comparing_results_gives_a_bool_and_a_copy_is_equal_unless_nan(
+    result: InferResult, other: InferResult
+) -> None:
+    assert result == result
+    assert (result == copy.deepcopy(result)) is not _holds_nan(result)
+    assert (result == other) in (True, False)
 
 
 def test_request_defaults() -> None:

@@ -350,6 +350,26 @@ def test_output_name_must_be_a_non_empty_string(name: Any) -> None:
 
 
 # ---------------------------------------------------------------------------------------------
+# equality
+
+
+def test_inputs_compare_and_hash_by_identity() -> None:
+    # Inputs hold the caller's array uncopied: equal data now may differ when sent.
+    array = np.arange(3, dtype=np.int32)
+    first, second = InferInput("x", array), InferInput("x", array)
+    assert first == first
+    assert first != second
+    assert len({first, second, first}) == 2
+    assert hash(first) == hash(first)
+
+
+def test_requested_outputs_compare_by_identity() -> None:
+    first = RequestedOutput("y")
+    assert first == first
+    assert first != RequestedOutput("y")
+
+
+# ---------------------------------------------------------------------------------------------
 # repr
 
 
