@@ -104,6 +104,21 @@ fi
 # The pinned stub generator (grpcio-tools 1.62.3, kept in .work/) for the proto drift test.
 .venv/bin/python scripts/gen_protos.py --install-tools
 
+# -- browser ----------------------------------------------------------------------------------------
+# The conformance suite's HTML report is checked in headless Chromium. CI installs Debian's
+# chromium when it is missing (the test fails there without it); elsewhere the test is skipped
+# with a loud reason, and nothing is installed behind the user's back.
+in_ci() { [[ -n "${CI:-}" && "${CI,,}" != "false" && "${CI}" != "0" && "${CI,,}" != "no" ]]; }
+if in_ci && ! command -v chromium >/dev/null && ! command -v chromium-browser >/dev/null; then
+    if command -v apt-get >/dev/null && [[ "$(id -u)" == 0 ]]; then
+        log "installing chromium (the conformance report test opens the HTML report in it)"
+        apt-get update -qq >/dev/null
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+    else
+        log "warning: chromium is missing and cannot be installed here (needs root and apt-get)"
+    fi
+fi
+
 # -- server environment ---------------------------------------------------------------------------
 if [[ "${SKIP_TRITON:-0}" == 1 ]]; then
     log "SKIP_TRITON=1: not touching .venv-triton"

@@ -1,0 +1,40 @@
+"""Every conformance case as a test (the cases live in kserve_v2/conformance/cases)."""
+
+from __future__ import annotations
+
+import pytest
+
+from kserve_v2.conformance import Case, Outcome, run_case
+
+from .conftest import SuiteRun
+
+
+def _explain(case: Case, message: str, evidence: str) -> str:
+    lines = [
+        f"{case.id} [{case.level.value}] {case.title}",
+        f"{case.spec.document} § {case.spec.section}:",
+        f"  > {case.spec.quote}",
+        message,
+    ]
+    if evidence:
+        lines += ["", evidence]
+    return "\n".join(lines)
+
+
+def test_case(conformance_case: Case, conformance_run: SuiteRun) -> None:
+    result = run_case(conformance_run.session, conformance_case, conformance_run.expected)
+    if result.counts_as_failure and conformance_run.restart_if_aborted():
+        result = run_case(conformance_run.session, conformance_case, conformance_run.expected)
+    conformance_run.results.append(result)
+    if result.outcome == Outcome.SKIPPED:
+        pytest.skip(result.message)
+    if result.outcome == Outcome.DEVIATION:
+        pytest.xfail(f"known deviation: {result.expected_deviation}")
+    if result.outcome in (Outcome.FAILED, Outcome.ERROR):
+        pytest.fail(_explain(conformance_case, result.message, result.evidence()), pytrace=False)
+    if result.expected_deviation is not None:
+        pytest.fail(
+            f"{conformance_case.id} is listed as a known deviation "
+            f"({conformance_run.expected.source}) but passed: remove it from the list",
+            pytrace=False,
+        )
