@@ -12,10 +12,15 @@ Example::
             "INPUT1": np.ones((1, 16), dtype=np.int32),
         })
         print(result.as_numpy("OUTPUT0"))
+
+Importing the package loads the error classes and the version only. Every other name is
+imported when first read: the value objects (and with them numpy), and the clients (and with
+them asyncio, ssl, the transports and the protocol engines). A program pays for what it uses,
+and ``except kserve_v2.ServerError`` costs nothing to set up.
 """
 
-from kserve_v2.client import AsyncClient, Client, WireMessage
-from kserve_v2.datatypes import Datatype
+from typing import TYPE_CHECKING
+
 from kserve_v2.errors import (
     DeadlineExceededError,
     InvalidInputError,
@@ -25,18 +30,52 @@ from kserve_v2.errors import (
     ServerError,
     TransportError,
 )
-from kserve_v2.messages import (
-    InferRequest,
-    InferResult,
-    ModelMetadata,
-    OutputTensor,
-    RepositoryModel,
-    ServerMetadata,
-    TensorMetadata,
-)
-from kserve_v2.options import TLSOptions
-from kserve_v2.tensors import InferInput, RequestedOutput, SharedMemoryPlacement
 from kserve_v2.version import __version__
+
+if TYPE_CHECKING:
+    from kserve_v2.client.aio import AsyncClient
+    from kserve_v2.client.sync import Client
+    from kserve_v2.datatypes import Datatype
+    from kserve_v2.hooks import WireMessage
+    from kserve_v2.messages import (
+        InferRequest,
+        InferResult,
+        ModelMetadata,
+        OutputTensor,
+        RepositoryModel,
+        ServerMetadata,
+        TensorMetadata,
+    )
+    from kserve_v2.options import TLSOptions
+    from kserve_v2.tensors import InferInput, RequestedOutput, SharedMemoryPlacement
+else:
+    from kserve_v2._lazy import lazy_exports
+
+    __getattr__, __dir__ = lazy_exports(
+        globals(),
+        {
+            "AsyncClient": "kserve_v2.client.aio",
+            "Client": "kserve_v2.client.sync",
+            "Datatype": "kserve_v2.datatypes",
+            "WireMessage": "kserve_v2.hooks",
+            **dict.fromkeys(
+                (
+                    "InferRequest",
+                    "InferResult",
+                    "ModelMetadata",
+                    "OutputTensor",
+                    "RepositoryModel",
+                    "ServerMetadata",
+                    "TensorMetadata",
+                ),
+                "kserve_v2.messages",
+            ),
+            "TLSOptions": "kserve_v2.options",
+            **dict.fromkeys(
+                ("InferInput", "RequestedOutput", "SharedMemoryPlacement"), "kserve_v2.tensors"
+            ),
+        },
+    )
 
 __all__ = [
     "AsyncClient",

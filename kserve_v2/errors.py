@@ -75,7 +75,10 @@ class ServerError(KServeError):
         message: the server's own message (the ``error`` field of a REST error body, or the
             gRPC status details), verbatim.
         http_status: the HTTP status code, for REST calls.
-        grpc_code: the gRPC status code name (e.g. ``"NOT_FOUND"``), for gRPC calls.
+        grpc_code: the gRPC status code's name (e.g. ``"NOT_FOUND"``), for gRPC calls: a
+            member name of :class:`kserve_v2.grpc.status.StatusCode` (a name, not the enum,
+            since this module sits below the gRPC engine; ``StatusCode[exc.grpc_code]`` gives
+            the enum).
         body: the raw error body as received, when there was one.
     """
 

@@ -1,15 +1,21 @@
-"""gRPC support: channels, the gRPC backend of the clients, and bidirectional streams.
+"""gRPC: the gRPC backend of the clients, its sans-IO engine, and bidirectional streams.
 
-``Client("grpc://host:8001")`` and ``AsyncClient(...)`` use this package; the modules are
+``Client("grpc://host:8001")`` and ``AsyncClient(...)`` use this package. Its modules, by layer
+(see ``tests/test_layers.py``):
 
-* ``channel``: grpcio channels (TLS, keepalive, options, compression) and error translation;
-* ``protocol``: the calls of every RPC, without I/O (the twin of ``client/http.py``);
-* ``codec`` and ``extensions``: messages <-> value objects and REST-shaped dicts;
-* ``stream``: ``client.stream()`` (``ModelStreamInfer``);
-* ``wire``: the hand-written infer message codec; ``_generated``: grpcio-tools stubs.
+* engines, without I/O: ``wire`` (the hand-written protobuf codec of the infer messages),
+  ``codec`` (messages <-> value objects), ``extensions`` (Triton's extension messages <->
+  REST-shaped dicts), ``framing`` (gRPC over HTTP/2: headers, message framing, trailers),
+  ``config`` (channel settings), ``status`` (status codes), and ``_generated`` (the
+  grpcio-tools stubs, for grpcio and the protobuf fallback);
+* backends: ``backend`` (:class:`~kserve_v2.grpc.backend.GRPCBackend`, every RPC's calls)
+  and ``stream`` (``client.stream()``, ``ModelStreamInfer``).
 
-Importing this package imports neither grpcio nor protobuf; they are loaded when a gRPC
-client is built.
+The channels that move the bytes are transports: :mod:`kserve_v2.transport.native` (HTTP/2 of
+our own) and :mod:`kserve_v2.transport.grpcio`.
+
+Importing this package imports neither grpcio nor protobuf nor the streams: the stream classes
+are loaded when first read, grpcio when a grpcio channel is built.
 
 Example::
 
@@ -19,7 +25,26 @@ Example::
     client = Client("grpc://localhost:8001", grpc_keepalive=GRPCKeepAlive(time_ms=30_000))
 """
 
-from kserve_v2.grpc.stream import AsyncGRPCStream, AsyncStreamRequest, GRPCStream, StreamRequest
+from typing import TYPE_CHECKING
+
 from kserve_v2.options import GRPCKeepAlive
+
+if TYPE_CHECKING:
+    from kserve_v2.grpc.stream import (
+        AsyncGRPCStream,
+        AsyncStreamRequest,
+        GRPCStream,
+        StreamRequest,
+    )
+else:
+    from kserve_v2._lazy import lazy_exports
+
+    __getattr__, __dir__ = lazy_exports(
+        globals(),
+        dict.fromkeys(
+            ("AsyncGRPCStream", "AsyncStreamRequest", "GRPCStream", "StreamRequest"),
+            "kserve_v2.grpc.stream",
+        ),
+    )
 
 __all__ = ["AsyncGRPCStream", "AsyncStreamRequest", "GRPCKeepAlive", "GRPCStream", "StreamRequest"]

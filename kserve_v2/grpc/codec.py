@@ -60,10 +60,8 @@ __all__ = [
     "encode_infer_request",
     "encode_infer_request_parts",
     "generated",
-    "infer_result_from_wire",
     "output_placements",
     "parse_message",
-    "to_wire_request",
 ]
 
 #: The typed ``InferTensorContents`` field that carries each datatype (FP16 and BF16 have none).
@@ -138,34 +136,13 @@ def _request_fields(
     return inputs, outputs, raw
 
 
-def to_wire_request(request: InferRequest) -> wire.WireInferRequest:
-    """The wire form of ``request``: tensor data referenced, not copied.
+def encode_infer_request(request: InferRequest) -> bytes:
+    """The serialized ``ModelInferRequest`` (the one copy of the tensor data is the join).
 
     Inputs in shared memory carry their ``shared_memory_*`` parameters and no raw contents;
     Triton takes ``raw_input_contents`` in the order of the inputs that have data. Requested
     outputs carry ``classification`` and shared-memory parameters; ``binary`` has no meaning
     on gRPC, where tensors are always binary.
-    """
-    inputs, outputs, raw = _request_fields(request)
-    return wire.WireInferRequest(
-        request.model_name,
-        request.model_version,
-        request.id,
-        request.parameters,
-        [
-            wire.WireInferInput(name, datatype, shape, dict(params))
-            for name, datatype, shape, params in inputs
-        ],
-        [wire.WireRequestedOutput(name, dict(params)) for name, params in outputs],
-        raw,
-    )
-
-
-def encode_infer_request(request: InferRequest) -> bytes:
-    """The serialized ``ModelInferRequest`` (the one copy of the tensor data is the join).
-
-    Equal to ``wire.serialize_infer_request(to_wire_request(request))``, without building
-    the intermediate wire objects.
     """
     return b"".join(encode_infer_request_parts(request))
 
@@ -244,34 +221,9 @@ def output_placements(request: InferRequest) -> dict[str, SharedMemoryPlacement]
     return {o.name: o.shared_memory for o in request.outputs if o.shared_memory is not None}
 
 
-def infer_result_from_wire(
-    response: wire.WireInferResponse, placements: Placements | None = None
-) -> InferResult:
-    """An :class:`InferResult` whose numeric outputs are views on the received bytes.
-
-    ``raw_output_contents`` pair with the outputs by position; when there are fewer of them
-    than outputs, they pair with the outputs not written to shared memory, in order.
-    Outputs without raw contents are read from typed ``contents``.
-
-    Triton answers an output it wrote to shared memory with no parameters and an empty raw
-    entry, so ``placements`` (from the request) says which outputs those are; they come back
-    with ``data=None`` and the placement's ``shared_memory_*`` parameters, as over REST.
-    """
-    return _infer_result(
-        (
-            response.model_name,
-            response.model_version,
-            response.id,
-            response.parameters,
-            [(o.name, o.datatype, o.shape, o.parameters, o.contents) for o in response.outputs],
-            response.raw_output_contents,
-        ),
-        placements,
-    )
-
-
 def _infer_result(fields: wire.InferResponseFields, placements: Placements | None) -> InferResult:
-    """:func:`infer_result_from_wire` of the response's fields."""
+    """The :class:`InferResult` of a decoded response's fields (see
+    :func:`decode_infer_response`)."""
     model_name, model_version, id, parameters, outputs, raw_output_contents = fields
     placements = placements or {}
     raws: list[memoryview | None] = list(raw_output_contents)
@@ -324,8 +276,16 @@ def _infer_result(fields: wire.InferResponseFields, placements: Placements | Non
 
 
 def decode_infer_response(data: bytes, placements: Placements | None = None) -> InferResult:
-    """Decode a serialized ``ModelInferResponse`` (outputs are views on ``data``);
-    ``placements``: the request's outputs in shared memory (see :func:`infer_result_from_wire`).
+    """Decode a serialized ``ModelInferResponse``: numeric outputs are views on ``data``.
+
+    ``raw_output_contents`` pair with the outputs by position; when there are fewer of them
+    than outputs, they pair with the outputs not written to shared memory, in order.
+    Outputs without raw contents are read from typed ``contents``.
+
+    Triton answers an output it wrote to shared memory with no parameters and an empty raw
+    entry, so ``placements`` (the request's outputs in shared memory, see
+    :func:`output_placements`) says which outputs those are; they come back with
+    ``data=None`` and the placement's ``shared_memory_*`` parameters, as over REST.
     """
     return _infer_result(wire.decode_infer_response_fields(data), placements)
 

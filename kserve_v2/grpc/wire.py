@@ -13,16 +13,16 @@ request (numpy -> bytes)   3: ``tobytes()``, into the message, serialize  1: the
 response (bytes -> numpy)  2: parsing, then reading the ``bytes`` field   0: views
 =========================  =============================================  =================
 
-* :func:`encode_infer_request` returns the message as a list of buffers whose tensor
-  entries *are* the caller's buffers (memoryviews, no copy). The one copy happens in
-  :meth:`EncodedMessage.tobytes`, done once at the edge because grpcio's serializer must
-  return a single ``bytes``.
-* :func:`decode_infer_response` returns ``raw_output_contents`` as memoryview slices of
-  the received buffer (no copy), ready for ``numpy.frombuffer``; the small fields are
+* :func:`encode_infer_request_fields` returns the message as a list of buffers whose tensor
+  entries *are* the caller's buffers (memoryviews, no copy); transports send them back to
+  back, or join them once (the one copy) where grpcio's serializer must return one ``bytes``.
+* :func:`decode_infer_response_fields` returns ``raw_output_contents`` as memoryview slices
+  of the received buffer (no copy), ready for ``numpy.frombuffer``; the small fields are
   decoded into plain values.
-* :func:`encode_infer_request_fields` and :func:`decode_infer_response_fields` do the
-  same with the message's fields as plain values and tuples; the codec uses them on every
-  request, because building the frozen ``Wire*`` dataclasses costs more than the encoding.
+
+Messages are plain tuples of their fields (:data:`InputFields`, :data:`InferResponseFields`,
+...), not objects: the codec builds and reads one per call, and a frozen object per message
+and tensor would cost more than the encoding itself.
 
 The byte layout matches what the generated classes produce with
 ``SerializeToString(deterministic=True)`` (fields in number order, map entries in upb's
@@ -46,33 +46,22 @@ from __future__ import annotations
 import operator
 import struct
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Final, SupportsIndex
 
 from kserve_v2.errors import InvalidInputError, ProtocolError
 
 __all__ = [
     "BytesLike",
-    "EncodedMessage",
     "InferResponseFields",
     "InputFields",
     "OutputTensorFields",
     "ParamValue",
     "RequestedOutputFields",
-    "WireInferInput",
-    "WireInferRequest",
-    "WireInferResponse",
-    "WireOutputTensor",
-    "WireRequestedOutput",
-    "WireStreamResponse",
     "WireTensorContents",
-    "decode_infer_response",
     "decode_infer_response_fields",
-    "decode_stream_infer_response",
     "decode_stream_infer_response_fields",
-    "encode_infer_request",
     "encode_infer_request_fields",
-    "serialize_infer_request",
 ]
 
 #: A parameter value as InferParameter carries it (bool, int64/uint64, double, string).
@@ -98,59 +87,6 @@ _VARINT, _I64, _LEN, _SGROUP, _EGROUP, _I32 = 0, 1, 2, 3, 4, 5
 
 
 @dataclass(frozen=True, slots=True)
-class WireInferInput:
-    """One ``ModelInferRequest.InferInputTensor`` (its data goes in raw_input_contents)."""
-
-    name: str
-    datatype: str
-    shape: Sequence[int]
-    parameters: Mapping[str, ParamValue] = field(default_factory=dict)
-
-
-@dataclass(frozen=True, slots=True)
-class WireRequestedOutput:
-    """One ``ModelInferRequest.InferRequestedOutputTensor``."""
-
-    name: str
-    parameters: Mapping[str, ParamValue] = field(default_factory=dict)
-
-
-@dataclass(frozen=True, slots=True)
-class WireInferRequest:
-    """A ``ModelInferRequest`` whose tensor data travels in ``raw_input_contents``.
-
-    ``raw_input_contents`` entries may be any C-contiguous buffer (bytes, bytearray,
-    memoryview, numpy array); they are referenced, not copied, until the final join.
-    Typed ``InferInputTensor.contents`` is not supported: the raw form is what Triton and
-    tritonclient use for every datatype.
-    """
-
-    model_name: str
-    model_version: str = ""
-    id: str = ""
-    parameters: Mapping[str, ParamValue] = field(default_factory=dict)
-    inputs: Sequence[WireInferInput] = ()
-    outputs: Sequence[WireRequestedOutput] = ()
-    raw_input_contents: Sequence[BytesLike] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class EncodedMessage:
-    """A serialized message as a list of buffers to be sent back to back.
-
-    ``buffers`` alternate between small framing buffers built by the encoder and the
-    caller's own tensor buffers; ``nbytes`` is their total length.
-    """
-
-    buffers: tuple[BytesLike, ...]
-    nbytes: int
-
-    def tobytes(self) -> bytes:
-        """Join the buffers into one ``bytes`` (the single copy of the tensor data)."""
-        return b"".join(self.buffers)
-
-
-@dataclass(frozen=True, slots=True)
 class WireTensorContents:
     """``InferTensorContents``: typed tensor elements, flattened in row-major order."""
 
@@ -164,65 +100,21 @@ class WireTensorContents:
     bytes_contents: tuple[bytes, ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
-class WireOutputTensor:
-    """``ModelInferResponse.InferOutputTensor``.
+# The messages as plain tuples of their fields (see the module docstring).
 
-    A parameter whose InferParameter has no value set decodes to ``None``. ``contents``
-    is ``None`` when the field is absent (the usual case: data is in raw_output_contents).
-    """
-
-    name: str
-    datatype: str
-    shape: tuple[int, ...]
-    parameters: Mapping[str, ParamValue | None]
-    contents: WireTensorContents | None
-
-
-@dataclass(frozen=True, slots=True)
-class WireInferResponse:
-    """``ModelInferResponse``; ``raw_output_contents`` are views into the received buffer.
-
-    The views keep the received buffer alive and must not outlive a buffer that the caller
-    reuses (they alias it; ``bytes`` from grpcio is immutable, so that is only a concern
-    for bytearray/memoryview input).
-    """
-
-    model_name: str
-    model_version: str
-    id: str
-    parameters: Mapping[str, ParamValue | None]
-    outputs: tuple[WireOutputTensor, ...]
-    raw_output_contents: tuple[memoryview, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class WireStreamResponse:
-    """``ModelStreamInferResponse``: an error for one request, or a response.
-
-    ``infer_response`` is ``None`` when the field is absent (Triton sends error-only
-    messages that way).
-    """
-
-    error_message: str
-    infer_response: WireInferResponse | None
-
-
-# The same messages as plain tuples, for the codec's hot path (see the module docstring).
-
-#: One ``InferInputTensor`` as (name, datatype, shape, parameters), the fields of
-#: :class:`WireInferInput` in order.
+#: One ``InferInputTensor`` as (name, datatype, shape, parameters).
 InputFields = tuple[str, str, Sequence[int], Mapping[str, ParamValue]]
-#: One ``InferRequestedOutputTensor`` as (name, parameters), the fields of
-#: :class:`WireRequestedOutput` in order.
+#: One ``InferRequestedOutputTensor`` as (name, parameters).
 RequestedOutputFields = tuple[str, Mapping[str, ParamValue]]
-#: ``InferOutputTensor`` as (name, datatype, shape, parameters, contents), the fields of
-#: :class:`WireOutputTensor` in order.
+#: ``InferOutputTensor`` as (name, datatype, shape, parameters, contents); a parameter whose
+#: InferParameter has no value set decodes to ``None``, and ``contents`` is ``None`` when the
+#: field is absent (the usual case: the data is in raw_output_contents).
 OutputTensorFields = tuple[
     str, str, tuple[int, ...], Mapping[str, ParamValue | None], WireTensorContents | None
 ]
 #: ``ModelInferResponse`` as (model_name, model_version, id, parameters, outputs,
-#: raw_output_contents), the fields of :class:`WireInferResponse` in order.
+#: raw_output_contents); the raw contents are views of the received buffer, which they keep
+#: alive (and alias: they must not outlive a bytearray or memoryview the caller reuses).
 InferResponseFields = tuple[
     str,
     str,
@@ -387,32 +279,6 @@ _input_field_cache: dict[tuple[str, str, tuple[int, ...]], bytes] = {}
 _output_field_cache: dict[str, bytes] = {}
 
 
-def encode_infer_request(request: WireInferRequest) -> EncodedMessage:
-    """Encode a ``ModelInferRequest`` without copying the tensor data.
-
-    Returns the framing buffers interleaved with the caller's ``raw_input_contents``
-    buffers, and the total length. Raises :class:`~kserve_v2.errors.InvalidInputError` for
-    values the message cannot carry: non-UTF-8 strings, shape dimensions outside int64,
-    integer parameters outside int64/uint64, parameter values of other types,
-    non-contiguous buffers, or a message of 2 GiB or more.
-    """
-    buffers, total = _encode(
-        request.model_name,
-        request.model_version,
-        request.id,
-        request.parameters,
-        [(t.name, t.datatype, t.shape, t.parameters) for t in request.inputs],
-        [(o.name, o.parameters) for o in request.outputs],
-        request.raw_input_contents,
-    )
-    return EncodedMessage(tuple(buffers), total)
-
-
-def serialize_infer_request(request: WireInferRequest) -> bytes:
-    """Encode a ``ModelInferRequest`` into one ``bytes`` (what grpcio sends)."""
-    return encode_infer_request(request).tobytes()
-
-
 def encode_infer_request_fields(
     model_name: str,
     model_version: str,
@@ -422,27 +288,15 @@ def encode_infer_request_fields(
     outputs: Sequence[RequestedOutputFields],
     raw_input_contents: Sequence[BytesLike],
 ) -> list[BytesLike]:
-    """A ``ModelInferRequest`` of the request's fields given as plain values, as the list of
-    buffers to send back to back: the tensors' entries are the caller's buffers (for
-    transports that send buffers as they are; join them for one ``bytes``). What the codec
-    sends on every request: building the frozen :class:`WireInferRequest` and its tensors
-    would cost more than encoding them.
+    """Encode a ``ModelInferRequest`` of the given fields without copying the tensor data.
+
+    Returns the buffers to send back to back: small framing buffers interleaved with the
+    caller's ``raw_input_contents`` (as memoryviews of them). Raises
+    :class:`~kserve_v2.errors.InvalidInputError` for values the message cannot carry:
+    non-UTF-8 strings, shape dimensions outside int64, integer parameters outside
+    int64/uint64, parameter values of other types, non-contiguous buffers, or a message of
+    2 GiB or more.
     """
-    buffers, _ = _encode(
-        model_name, model_version, id, parameters, inputs, outputs, raw_input_contents
-    )
-    return buffers
-
-
-def _encode(
-    model_name: str,
-    model_version: str,
-    id: str,
-    parameters: Mapping[str, ParamValue],
-    inputs: Sequence[InputFields],
-    outputs: Sequence[RequestedOutputFields],
-    raw_input_contents: Sequence[BytesLike],
-) -> tuple[list[BytesLike], int]:
     try:
         return _encode_fields(
             model_name,
@@ -501,8 +355,8 @@ def _encode_fields(
     outputs: Sequence[RequestedOutputFields],
     raw_input_contents: Sequence[BytesLike],
     labels: _Labels,
-) -> tuple[list[BytesLike], int]:
-    """The message as framing and tensor buffers, and its length."""
+) -> list[BytesLike]:
+    """The message as framing and tensor buffers."""
     parts = [  # fields 1 to 4
         _string_field(b"\x0a", model_name, "model_name"),
         _string_field(b"\x12", model_version, "model_version"),
@@ -571,7 +425,7 @@ def _encode_fields(
             " (send large tensors through shared memory)",
             value=total,
         )
-    return buffers, total
+    return buffers
 
 
 # ------------------------------------------------------------------------------ decoder
@@ -944,18 +798,6 @@ class _Response:
         )
 
 
-def _freeze(fields: InferResponseFields) -> WireInferResponse:
-    model_name, model_version, id, parameters, outputs, raw = fields
-    return WireInferResponse(
-        model_name,
-        model_version,
-        id,
-        parameters,
-        tuple(WireOutputTensor(*output) for output in outputs),
-        tuple(raw),
-    )
-
-
 def _decode_response(
     buf: _Buffer, view: memoryview, pos: int, end: int, into: _Response, depth: int, where: str
 ) -> None:
@@ -1101,22 +943,13 @@ def _as_buffers(data: BytesLike) -> tuple[_Buffer, memoryview]:
     return view, view
 
 
-def decode_infer_response(data: BytesLike) -> WireInferResponse:
-    """Decode a serialized ``ModelInferResponse``.
-
-    ``raw_output_contents`` are memoryview slices of ``data`` (no copy); everything else
-    is decoded into plain Python values. Raises :class:`~kserve_v2.errors.ProtocolError`
-    if ``data`` is not a valid encoding (and
-    :class:`~kserve_v2.errors.InvalidInputError` if it is not a contiguous buffer).
-    """
-    return _freeze(decode_infer_response_fields(data))
-
-
 def decode_infer_response_fields(data: BytesLike) -> InferResponseFields:
-    """:func:`decode_infer_response` with the message's fields as plain values and tuples.
+    """Decode a serialized ``ModelInferResponse`` into its fields (:data:`InferResponseFields`).
 
-    What the codec decodes on every response: building the frozen
-    :class:`WireInferResponse` and its outputs would cost more than decoding them.
+    ``raw_output_contents`` are memoryview slices of ``data`` (no copy); everything else is
+    decoded into plain Python values. Raises :class:`~kserve_v2.errors.ProtocolError` if
+    ``data`` is not a valid encoding (and :class:`~kserve_v2.errors.InvalidInputError` if it
+    is not a contiguous buffer).
     """
     buf, view = _as_buffers(data)
     if type(buf) is not memoryview:
@@ -1131,7 +964,9 @@ def decode_infer_response_fields(data: BytesLike) -> InferResponseFields:
 def decode_stream_infer_response_fields(
     data: BytesLike,
 ) -> tuple[str, InferResponseFields | None]:
-    """:func:`decode_stream_infer_response` as ``(error_message, response fields or None)``.
+    """Decode a serialized ``ModelStreamInferResponse`` as ``(error_message, response fields
+    or None)``: the fields are ``None`` when ``infer_response`` is absent (Triton sends
+    error-only messages that way).
 
     A message that is only an ``infer_response`` (every data response Triton streams) takes
     the same shortcut as :func:`decode_infer_response_fields`; anything else the general
@@ -1150,12 +985,6 @@ def decode_stream_infer_response_fields(
                 return "", fields
     error_message, response = _decode_stream(buf, view)
     return error_message, None if response is None else response.fields()
-
-
-def decode_stream_infer_response(data: BytesLike) -> WireStreamResponse:
-    """Decode a serialized ``ModelStreamInferResponse`` (see :func:`decode_infer_response`)."""
-    error_message, fields = decode_stream_infer_response_fields(data)
-    return WireStreamResponse(error_message, None if fields is None else _freeze(fields))
 
 
 def _decode_stream(buf: _Buffer, view: memoryview) -> tuple[str, _Response | None]:

@@ -3,7 +3,8 @@
 * :class:`SystemSharedMemoryRegion`: a POSIX shared-memory object mapped here; the server
   opens the same object by its key.
 * :class:`CudaSharedMemoryRegion`: GPU memory shared with the server through a CUDA IPC
-  handle (the CUDA runtime is loaded only when a region is created).
+  handle (its module is imported when first named here, the CUDA runtime loaded only when a
+  region is created).
 
 Both have ``name``, ``byte_size``, ``kind`` (``"system"`` / ``"cuda"``),
 ``register_body()`` (REST register body), ``placement(byte_size, offset)`` (a
@@ -24,24 +25,48 @@ Example::
 
 from __future__ import annotations
 
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from kserve_v2.parameters import ParameterValue
-from kserve_v2.shm.cuda import (
-    CUDA_IPC_HANDLE_SIZE,
-    CudaError,
-    CudaRuntimeNotFoundError,
-    CudaSharedMemoryRegion,
-    cuda_register_body,
-    encode_raw_handle_rest,
-    is_cuda_available,
-)
-from kserve_v2.shm.system import (
-    SharedMemoryError,
-    SystemSharedMemoryRegion,
-    system_register_body,
-)
 from kserve_v2.tensors import SharedMemoryPlacement
+
+if TYPE_CHECKING:
+    from kserve_v2.shm.cuda import (
+        CUDA_IPC_HANDLE_SIZE,
+        CudaError,
+        CudaRuntimeNotFoundError,
+        CudaSharedMemoryRegion,
+        cuda_register_body,
+        encode_raw_handle_rest,
+        is_cuda_available,
+    )
+    from kserve_v2.shm.system import (
+        SharedMemoryError,
+        SystemSharedMemoryRegion,
+        system_register_body,
+    )
+else:
+    from kserve_v2._lazy import lazy_exports
+
+    # Loaded when first read: the CUDA bindings (ctypes, the runtime's lookup) only for
+    # programs that use CUDA regions.
+    _CUDA = (
+        "CUDA_IPC_HANDLE_SIZE",
+        "CudaError",
+        "CudaRuntimeNotFoundError",
+        "CudaSharedMemoryRegion",
+        "cuda_register_body",
+        "encode_raw_handle_rest",
+        "is_cuda_available",
+    )
+    _SYSTEM = ("SharedMemoryError", "SystemSharedMemoryRegion", "system_register_body")
+    __getattr__, __dir__ = lazy_exports(
+        globals(),
+        {
+            **dict.fromkeys(_CUDA, "kserve_v2.shm.cuda"),
+            **dict.fromkeys(_SYSTEM, "kserve_v2.shm.system"),
+        },
+    )
 
 __all__ = [
     "CUDA_IPC_HANDLE_SIZE",

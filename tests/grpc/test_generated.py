@@ -473,20 +473,18 @@ def test_stubs_and_wire_codec_over_a_local_channel() -> None:
             # The client path the codec is for: bytes out through grpcio, views back.
             infer = channel.unary_unary(
                 "/inference.GRPCInferenceService/ModelInfer",
-                request_serializer=wire.serialize_infer_request,
-                response_deserializer=wire.decode_infer_response,
+                request_serializer=lambda fields: b"".join(
+                    wire.encode_infer_request_fields(*fields)
+                ),
+                response_deserializer=wire.decode_infer_response_fields,
             )
             tensor = np.arange(12, dtype=np.float32).reshape(3, 4)
-            request = wire.WireInferRequest(
-                "echo",
-                id="r1",
-                inputs=[wire.WireInferInput("x", "FP32", tensor.shape)],
-                raw_input_contents=[tensor],
-            )
+            request = ("echo", "", "r1", {}, [("x", "FP32", tensor.shape, {})], [], [tensor])
             result = infer(request, timeout=10)
     finally:
         server.stop(None).wait()
-    assert (result.model_name, result.id, result.parameters) == ("echo", "r1", {"echoed": 1})
-    assert result.outputs[0].shape == (3, 4)
-    echoed = np.frombuffer(result.raw_output_contents[0], dtype="<f4").reshape(3, 4)
+    model_name, _, id, parameters, outputs, raw = result
+    assert (model_name, id, parameters) == ("echo", "r1", {"echoed": 1})
+    assert outputs[0][2] == (3, 4)  # the shape
+    echoed = np.frombuffer(raw[0], dtype="<f4").reshape(3, 4)
     assert np.array_equal(echoed, tensor)

@@ -10,7 +10,9 @@ from __future__ import annotations
 import dataclasses
 import struct
 import tracemalloc
-from typing import Any
+from collections.abc import Mapping, Sequence
+from types import MappingProxyType
+from typing import Any, NamedTuple
 
 import numpy as np
 import pytest
@@ -19,15 +21,7 @@ from hypothesis import strategies as st
 
 from kserve_v2.errors import InvalidInputError, ProtocolError
 from kserve_v2.grpc import wire
-from kserve_v2.grpc.wire import (
-    WireInferInput,
-    WireInferRequest,
-    WireInferResponse,
-    WireOutputTensor,
-    WireRequestedOutput,
-    WireStreamResponse,
-    WireTensorContents,
-)
+from kserve_v2.grpc.wire import InferResponseFields, WireTensorContents
 
 try:
     from google.protobuf.internal import api_implementation
@@ -70,6 +64,34 @@ def canon(value: Any) -> Any:
     return value
 
 
+class Request(NamedTuple):
+    """A ``ModelInferRequest``'s fields, in the order ``encode_infer_request_fields`` takes."""
+
+    model_name: str
+    model_version: str = ""
+    id: str = ""
+    parameters: Mapping[str, Any] = MappingProxyType({})
+    inputs: Sequence[wire.InputFields] = ()
+    outputs: Sequence[wire.RequestedOutputFields] = ()
+    raw_input_contents: Sequence[Any] = ()
+
+
+def encode(request: Request) -> list[wire.BytesLike]:
+    return wire.encode_infer_request_fields(*request)
+
+
+def serialize(request: Request) -> bytes:
+    return b"".join(encode(request))
+
+
+def decode(data: Any) -> InferResponseFields:
+    return wire.decode_infer_response_fields(data)
+
+
+def decode_stream(data: Any) -> tuple[str, InferResponseFields | None]:
+    return wire.decode_stream_infer_response_fields(data)
+
+
 # ------------------------------------------------------------------------ oracle helpers
 
 
@@ -89,7 +111,7 @@ def set_params(target: Any, params: dict[str, Any]) -> None:
             param.string_param = value
 
 
-def message_from_request(request: WireInferRequest) -> Any:
+def message_from_request(request: Request) -> Any:
     message = pb.ModelInferRequest(
         model_name=request.model_name,
         model_version=request.model_version,
@@ -97,11 +119,11 @@ def message_from_request(request: WireInferRequest) -> Any:
         raw_input_contents=[memoryview(r).tobytes() for r in request.raw_input_contents],
     )
     set_params(message.parameters, dict(request.parameters))
-    for tensor in request.inputs:
-        added = message.inputs.add(name=tensor.name, datatype=tensor.datatype, shape=tensor.shape)
-        set_params(added.parameters, dict(tensor.parameters))
-    for output in request.outputs:
-        set_params(message.outputs.add(name=output.name).parameters, dict(output.parameters))
+    for name, datatype, shape, parameters in request.inputs:
+        added = message.inputs.add(name=name, datatype=datatype, shape=shape)
+        set_params(added.parameters, dict(parameters))
+    for name, parameters in request.outputs:
+        set_params(message.outputs.add(name=name).parameters, dict(parameters))
     return message
 
 
@@ -110,7 +132,7 @@ def param_value(param: Any) -> Any:
     return None if which is None else getattr(param, which)
 
 
-def expected_response(message: Any) -> WireInferResponse:
+def expected_response(message: Any) -> InferResponseFields:
     def contents(c: Any) -> WireTensorContents:
         return WireTensorContents(
             tuple(c.bool_contents),
@@ -123,8 +145,8 @@ def expected_response(message: Any) -> WireInferResponse:
             tuple(c.bytes_contents),
         )
 
-    outputs = tuple(
-        WireOutputTensor(
+    outputs = [
+        (
             o.name,
             o.datatype,
             tuple(o.shape),
@@ -132,22 +154,20 @@ def expected_response(message: Any) -> WireInferResponse:
             contents(o.contents) if o.HasField("contents") else None,
         )
         for o in message.outputs
-    )
-    return WireInferResponse(
+    ]
+    return (
         message.model_name,
         message.model_version,
         message.id,
         {k: param_value(v) for k, v in message.parameters.items()},
         outputs,
-        tuple(memoryview(b) for b in message.raw_output_contents),
+        [memoryview(b) for b in message.raw_output_contents],
     )
 
 
-def expected_stream(message: Any) -> WireStreamResponse:
+def expected_stream(message: Any) -> tuple[str, InferResponseFields | None]:
     inner = message.infer_response if message.HasField("infer_response") else None
-    return WireStreamResponse(
-        message.error_message, None if inner is None else expected_response(inner)
-    )
+    return message.error_message, None if inner is None else expected_response(inner)
 
 
 # ---------------------------------------------------------------------------- strategies
@@ -181,15 +201,13 @@ raw_buffers = st.builds(
     st.binary(max_size=48),
 )
 requests = st.builds(
-    WireInferRequest,
+    Request,
     texts,
     texts,
     texts,
     params,
-    st.lists(
-        st.builds(WireInferInput, texts, texts, st.lists(int64s, max_size=4), params), max_size=3
-    ),
-    st.lists(st.builds(WireRequestedOutput, texts, params), max_size=3),
+    st.lists(st.tuples(texts, texts, st.lists(int64s, max_size=4), params), max_size=3),
+    st.lists(st.tuples(texts, params), max_size=3),
     st.lists(raw_buffers, max_size=4),
 )
 
@@ -309,51 +327,37 @@ def mutated(draw: st.DrawFn, messages: st.SearchStrategy[Any]) -> bytes:
 @needs_protobuf
 @FAST
 @given(requests)
-def test_request_bytes_equal_generated_serialization(request: WireInferRequest) -> None:
-    encoded = wire.encode_infer_request(request)
-    joined = encoded.tobytes()
-    assert encoded.nbytes == len(joined)
-    assert joined == message_from_request(request).SerializeToString(deterministic=True)
-    assert wire.serialize_infer_request(request) == joined
-    fields = wire.encode_infer_request_fields(
-        request.model_name,
-        request.model_version,
-        request.id,
-        request.parameters,
-        [(t.name, t.datatype, t.shape, t.parameters) for t in request.inputs],
-        [(o.name, o.parameters) for o in request.outputs],
-        request.raw_input_contents,
-    )
-    assert b"".join(fields) == joined
+def test_request_bytes_equal_generated_serialization(request: Request) -> None:
+    assert serialize(request) == message_from_request(request).SerializeToString(deterministic=True)
 
 
 # Golden bytes, written out by hand from the encoding rules.
 REQUEST_GOLDEN = [
-    (WireInferRequest(model_name=""), b""),
-    (WireInferRequest(model_name="m"), b"\x0a\x01m"),
+    (Request(model_name=""), b""),
+    (Request(model_name="m"), b"\x0a\x01m"),
     (
-        WireInferRequest("m", "2", "r1"),
+        Request("m", "2", "r1"),
         b"\x0a\x01m" + b"\x12\x012" + b"\x1a\x02r1",
     ),
     (
         # Entries sorted by key; map entries always carry key and value.
-        WireInferRequest("m", parameters={"s": "", "b": False, "i": -1}),
+        Request("m", parameters={"s": "", "b": False, "i": -1}),
         b"\x0a\x01m"
         + b"\x22\x07\x0a\x01b\x12\x02\x08\x00"
         + b"\x22\x10\x0a\x01i\x12\x0b\x10" + b"\xff" * 9 + b"\x01"
         + b"\x22\x07\x0a\x01s\x12\x02\x1a\x00",
     ),
     (
-        WireInferRequest("m", parameters={"u": 2**64 - 1, "d": 0.5}),
+        Request("m", parameters={"u": 2**64 - 1, "d": 0.5}),
         b"\x0a\x01m"
         + b"\x22\x0e\x0a\x01d\x12\x09\x21" + struct.pack("<d", 0.5)
         + b"\x22\x10\x0a\x01u\x12\x0b\x28" + b"\xff" * 9 + b"\x01",
     ),
     (
-        WireInferRequest(
+        Request(
             "m",
-            inputs=[WireInferInput("x", "INT32", [2, -1], {"p": 1})],
-            outputs=[WireRequestedOutput("y")],
+            inputs=[("x", "INT32", [2, -1], {"p": 1})],
+            outputs=[("y", {})],
             raw_input_contents=[b"\x01\x00\x00\x00\x02\x00\x00\x00", b""],
         ),
         b"\x0a\x01m"
@@ -369,61 +373,53 @@ REQUEST_GOLDEN = [
 
 
 @pytest.mark.parametrize(("request_", "expected"), REQUEST_GOLDEN)
-def test_request_golden_bytes(request_: WireInferRequest, expected: bytes) -> None:
-    assert wire.serialize_infer_request(request_) == expected
+def test_request_golden_bytes(request_: Request, expected: bytes) -> None:
+    assert serialize(request_) == expected
 
 
 @pytest.mark.parametrize(
     ("request_", "problem"),
     [
-        (WireInferRequest("\ud800"), "model_name"),
-        (WireInferRequest("m", parameters={"k": 2**64}), "outside the int64/uint64"),
-        (WireInferRequest("m", parameters={"k": INT64_MIN - 1}), "outside the int64/uint64"),
-        (WireInferRequest("m", parameters={"k": b"x"}), "bool, int, float or str"),
-        (WireInferRequest("m", parameters={"k": None}), "bool, int, float or str"),
-        (WireInferRequest("m", parameters={1: "v"}), "key must be a str"),
-        (WireInferRequest("m", inputs=[WireInferInput("x", "FP32", [2**63])]), "int64"),
-        (WireInferRequest("m", inputs=[WireInferInput("x", "FP32", [1.0])]), "integer"),
-        (WireInferRequest("m", inputs=[WireInferInput("x", "FP32", [True])]), "bool"),
-        (WireInferRequest("m", raw_input_contents=["text"]), "bytes-like"),
+        (Request("\ud800"), "model_name"),
+        (Request("m", parameters={"k": 2**64}), "outside the int64/uint64"),
+        (Request("m", parameters={"k": INT64_MIN - 1}), "outside the int64/uint64"),
+        (Request("m", parameters={"k": b"x"}), "bool, int, float or str"),
+        (Request("m", parameters={"k": None}), "bool, int, float or str"),
+        (Request("m", parameters={1: "v"}), "key must be a str"),
+        (Request("m", inputs=[("x", "FP32", [2**63], {})]), "int64"),
+        (Request("m", inputs=[("x", "FP32", [1.0], {})]), "integer"),
+        (Request("m", inputs=[("x", "FP32", [True], {})]), "bool"),
+        (Request("m", raw_input_contents=["text"]), "bytes-like"),
         (
-            WireInferRequest("m", raw_input_contents=[np.zeros((4, 4), np.float32)[:, ::2]]),
+            Request("m", raw_input_contents=[np.zeros((4, 4), np.float32)[:, ::2]]),
             "C-contiguous",
         ),
     ],
 )
-def test_request_rejects_what_protobuf_cannot_carry(
-    request_: WireInferRequest, problem: str
-) -> None:
+def test_request_rejects_what_protobuf_cannot_carry(request_: Request, problem: str) -> None:
     with pytest.raises(InvalidInputError, match=problem):
-        wire.encode_infer_request(request_)
+        encode(request_)
 
 
 def test_cached_tensor_fields_are_only_reused_for_equal_values_of_the_same_type() -> None:
     # The encoder caches inputs and outputs without parameters. True and 1.0 are equal to 1
     # (and hash alike) but are no dimension: a cached (1, 2) must not let them through.
-    def request(shape: Any) -> WireInferRequest:
-        return WireInferRequest("m", inputs=[WireInferInput("x", "INT8", shape)])
+    def request(shape: Any) -> Request:
+        return Request("m", inputs=[("x", "INT8", shape, {})])
 
-    good = wire.serialize_infer_request(request((1, 2)))
-    assert wire.serialize_infer_request(request((1, 2))) == good
-    assert wire.serialize_infer_request(request([1, 2])) == good
-    assert wire.serialize_infer_request(request((np.int64(1), 2))) == good
+    good = serialize(request((1, 2)))
+    assert serialize(request((1, 2))) == good
+    assert serialize(request([1, 2])) == good
+    assert serialize(request((np.int64(1), 2))) == good
     with pytest.raises(InvalidInputError, match=r"inputs\[0\]\.shape\[0\] must be .*not a bool"):
-        wire.encode_infer_request(request((True, 2)))
+        encode(request((True, 2)))
     with pytest.raises(InvalidInputError, match=r"inputs\[0\]\.shape\[0\] must be .*float"):
-        wire.encode_infer_request(request((1.0, 2)))
+        encode(request((1.0, 2)))
 
 
 def test_tensor_field_caches_stay_bounded() -> None:
     for n in range(wire._FIELD_CACHE_SIZE + 10):
-        wire.serialize_infer_request(
-            WireInferRequest(
-                "m",
-                inputs=[WireInferInput("x", "INT8", (n,))],
-                outputs=[WireRequestedOutput(f"y{n}")],
-            )
-        )
+        serialize(Request("m", inputs=[("x", "INT8", (n,), {})], outputs=[(f"y{n}", {})]))
     assert 0 < len(wire._input_field_cache) <= wire._FIELD_CACHE_SIZE
     assert 0 < len(wire._output_field_cache) <= wire._FIELD_CACHE_SIZE
 
@@ -432,32 +428,29 @@ def test_request_over_2gib_is_rejected_before_any_copy() -> None:
     # np.zeros maps zero pages lazily: the 2 GiB are never touched.
     huge = np.zeros(2**31, dtype=np.uint8)
     with pytest.raises(InvalidInputError, match="2 GiB"):
-        wire.encode_infer_request(WireInferRequest("m", raw_input_contents=[huge]))
+        encode(Request("m", raw_input_contents=[huge]))
 
 
 def test_numpy_scalars_are_accepted_as_parameters() -> None:
-    request = WireInferRequest("m", parameters={"i": np.int64(-3), "f": np.float64(0.25)})
-    assert wire.serialize_infer_request(request) == wire.serialize_infer_request(
-        WireInferRequest("m", parameters={"i": -3, "f": 0.25})
-    )
+    request = Request("m", parameters={"i": np.int64(-3), "f": np.float64(0.25)})
+    assert serialize(request) == serialize(Request("m", parameters={"i": -3, "f": 0.25}))
 
 
 def test_request_tensor_buffers_are_referenced_not_copied() -> None:
     tensor = np.arange(1 << 20, dtype=np.float32)  # 4 MiB
-    request = WireInferRequest(
-        "m", inputs=[WireInferInput("x", "FP32", [tensor.size])], raw_input_contents=[tensor]
-    )
+    request = Request("m", inputs=[("x", "FP32", [tensor.size], {})], raw_input_contents=[tensor])
     tracemalloc.start()
     try:
-        encoded = wire.encode_infer_request(request)
+        buffers = encode(request)
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
     assert peak < 64 * 1024, "encoding allocated memory on the order of the tensor"
-    views = [b for b in encoded.buffers if isinstance(b, memoryview)]
+    views = [b for b in buffers if isinstance(b, memoryview)]
     assert len(views) == 1
     assert views[0].obj is tensor
-    assert encoded.nbytes == len(encoded.tobytes()) == len(encoded.buffers[0]) + tensor.nbytes
+    assert buffers[-1] is views[0]  # the framing goes before it, nothing after
+    assert len(b"".join(buffers)) == len(buffers[0]) + tensor.nbytes
 
 
 # ----------------------------------------------------------------------------- responses
@@ -469,9 +462,9 @@ def test_request_tensor_buffers_are_referenced_not_copied() -> None:
 def test_response_decodes_to_generated_values(message: Any) -> None:
     data = message.SerializeToString()
     expected = canon(expected_response(message))
-    assert canon(wire.decode_infer_response(data)) == expected
-    assert canon(wire.decode_infer_response(bytearray(data))) == expected
-    assert canon(wire.decode_infer_response(memoryview(data))) == expected
+    assert canon(decode(data)) == expected
+    assert canon(decode(bytearray(data))) == expected
+    assert canon(decode(memoryview(data))) == expected
 
 
 @needs_protobuf
@@ -481,9 +474,9 @@ def test_stream_response_decodes_to_generated_values(message: Any) -> None:
     data = message.SerializeToString()
     expected = canon(expected_stream(message))
     # bytes (grpcio) and bytearray (native transport) take the shortcut, memoryview does not.
-    assert canon(wire.decode_stream_infer_response(data)) == expected
-    assert canon(wire.decode_stream_infer_response(bytearray(data))) == expected
-    assert canon(wire.decode_stream_infer_response(memoryview(data))) == expected
+    assert canon(decode_stream(data)) == expected
+    assert canon(decode_stream(bytearray(data))) == expected
+    assert canon(decode_stream(memoryview(data))) == expected
 
 
 @st.composite
@@ -529,7 +522,7 @@ def contents_encodings(draw: st.DrawFn) -> bytes:
 @given(contents_encodings())
 def test_packed_and_unpacked_scalars_decode_alike(data: bytes) -> None:
     expected = expected_response(pb.ModelInferResponse.FromString(data))
-    assert canon(wire.decode_infer_response(data)) == canon(expected)
+    assert canon(decode(data)) == canon(expected)
 
 
 # The layout Triton sends for the `simple` model: two [1, 16] INT32 outputs, raw contents.
@@ -630,28 +623,20 @@ def test_response_golden() -> None:
         + b"\x50\x01"  # unknown field 10, skipped
     )  # fmt: skip
     assert len(output) == 0x11
-    response = wire.decode_infer_response(data)
-    assert response.model_name == "model"
-    assert response.model_version == ""
-    assert response.id == "id"
-    assert response.parameters == {"k": True}
-    assert response.outputs == (
-        WireOutputTensor("out", "FP32", (2, 127), {}, WireTensorContents()),
-    )
-    assert [bytes(r) for r in response.raw_output_contents] == [
-        struct.pack("<2f", 1.5, -2.0),
-        b"",
-    ]
-    assert np.frombuffer(response.raw_output_contents[0], "<f4").tolist() == [1.5, -2.0]
+    model_name, model_version, id, parameters, outputs, raw = decode(data)
+    assert (model_name, model_version, id) == ("model", "", "id")
+    assert parameters == {"k": True}
+    assert list(outputs) == [("out", "FP32", (2, 127), {}, WireTensorContents())]
+    assert [bytes(r) for r in raw] == [struct.pack("<2f", 1.5, -2.0), b""]
+    assert np.frombuffer(raw[0], "<f4").tolist() == [1.5, -2.0]
 
 
 def test_stream_golden() -> None:
-    error = wire.decode_stream_infer_response(b"\x0a\x04oops")
-    assert error == WireStreamResponse("oops", None)
-    ok = wire.decode_stream_infer_response(b"\x12\x03\x0a\x01m")
-    assert ok.error_message == ""
-    assert ok.infer_response is not None
-    assert ok.infer_response.model_name == "m"
+    assert decode_stream(b"\x0a\x04oops") == ("oops", None)
+    error_message, response = decode_stream(b"\x12\x03\x0a\x01m")
+    assert error_message == ""
+    assert response is not None
+    assert response[0] == "m"
 
 
 def test_raw_outputs_are_views_of_the_received_buffer() -> None:
@@ -659,12 +644,12 @@ def test_raw_outputs_are_views_of_the_received_buffer() -> None:
     data = b"\x32" + _varint(len(payload)) + payload
     tracemalloc.start()
     try:
-        response = wire.decode_infer_response(data)
+        response = decode(data)
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
     assert peak < 64 * 1024, "decoding allocated memory on the order of the tensor"
-    (raw,) = response.raw_output_contents
+    (raw,) = response[5]
     assert raw.obj is data
     assert raw.readonly
     assert raw.nbytes == len(payload)
@@ -696,7 +681,7 @@ MALFORMED = [
 @pytest.mark.parametrize(("data", "problem", "where"), MALFORMED)
 def test_malformed_input_is_a_protocol_error(data: bytes, problem: str, where: str) -> None:
     with pytest.raises(ProtocolError, match=problem) as info:
-        wire.decode_infer_response(data)
+        decode(data)
     assert where in str(info.value)
     if ORACLE:  # upb rejects each of them too
         with pytest.raises(DecodeError):
@@ -715,7 +700,7 @@ def test_malformed_input_is_a_protocol_error(data: bytes, problem: str, where: s
     ],
 )
 def test_edge_cases_accepted_like_upb(data: bytes) -> None:
-    response = wire.decode_infer_response(data)
+    response = decode(data)
     if ORACLE:
         expected = expected_response(pb.ModelInferResponse.FromString(data))
         assert canon(response) == canon(expected)
@@ -723,14 +708,14 @@ def test_edge_cases_accepted_like_upb(data: bytes) -> None:
 
 def test_non_contiguous_input_is_refused() -> None:
     with pytest.raises(InvalidInputError, match="contiguous"):
-        wire.decode_infer_response(memoryview(b"\x0a\x01m\x00")[::2])
+        decode(memoryview(b"\x0a\x01m\x00")[::2])
 
 
 def test_field_number_zero_inside_a_group_is_rejected() -> None:
     # Protobuf 4.25's upb rejects it like field number 0 anywhere else; recent upb skips it
     # inside unknown groups. The decoder keeps to the stricter rule.
     with pytest.raises(ProtocolError, match="field number 0 inside a group"):
-        wire.decode_infer_response(b"\x0b\x02\x00\x03\x04\x0c")
+        decode(b"\x0b\x02\x00\x03\x04\x0c")
 
 
 def test_merge_semantics() -> None:
@@ -743,12 +728,12 @@ def test_merge_semantics() -> None:
         + b"\x22\x05\x0a\x01j\x12\x00"
         + b"\x2a\x0c\x2a\x04\x12\x02\x01\x02\x2a\x04\x12\x02\x03\x04"
     )
-    response = wire.decode_infer_response(data)
-    assert response.parameters == {"k": 5, "j": None}
-    assert response.outputs[0].contents == WireTensorContents(int_contents=(1, 2, 3, 4))
-    stream = wire.decode_stream_infer_response(b"\x12\x03\x0a\x01a\x12\x03\x1a\x01b")
-    assert stream.infer_response is not None
-    assert (stream.infer_response.model_name, stream.infer_response.id) == ("a", "b")
+    response = decode(data)
+    assert response[3] == {"k": 5, "j": None}  # parameters
+    assert response[4][0][4] == WireTensorContents(int_contents=(1, 2, 3, 4))  # contents
+    _, stream = decode_stream(b"\x12\x03\x0a\x01a\x12\x03\x1a\x01b")
+    assert stream is not None
+    assert (stream[0], stream[2]) == ("a", "b")  # model_name, id
     if ORACLE:
         expected = expected_response(pb.ModelInferResponse.FromString(data))
         assert canon(response) == canon(expected)
@@ -775,14 +760,14 @@ def _agree(data: bytes, parse: Any, decode: Any, expected: Any) -> None:
 
 
 def _agree_response(data: bytes) -> None:
-    _agree(data, pb.ModelInferResponse.FromString, wire.decode_infer_response, expected_response)
+    _agree(data, pb.ModelInferResponse.FromString, decode, expected_response)
 
 
 def _agree_stream(data: bytes) -> None:
     _agree(
         data,
         pb.ModelStreamInferResponse.FromString,
-        wire.decode_stream_infer_response,
+        decode_stream,
         expected_stream,
     )
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import enum
 import struct
 
 import pytest
@@ -9,7 +10,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from kserve_v2.h2 import frames
-from kserve_v2.h2.frames import ErrorCode, Setting, frame_header, parse_frame_header
+from kserve_v2.h2.frames import ErrorCode, FrameType, Setting, frame_header, parse_frame_header
+from tests.enum_docs import undocumented_members
 
 
 def test_frame_type_codes_match_rfc_9113() -> None:
@@ -26,6 +28,17 @@ def test_frame_type_codes_match_rfc_9113() -> None:
         frames.CONTINUATION,
     )
     assert codes == tuple(range(10))
+    assert [int(kind) for kind in FrameType] == list(range(10))
+    # The module constants are the enum's members, so frame types print by name.
+    for kind in FrameType:
+        assert getattr(frames, kind.name) is kind
+    assert repr(frames.GOAWAY) == "<FrameType.GOAWAY: 7>"
+
+
+@pytest.mark.parametrize("wire_enum", [FrameType, Setting, ErrorCode])
+def test_wire_enums_are_unique_and_documented(wire_enum: type[enum.IntEnum]) -> None:
+    enum.unique(wire_enum)  # raises on an alias
+    assert undocumented_members(wire_enum) == []
 
 
 def test_flags_and_limits_match_rfc_9113() -> None:
