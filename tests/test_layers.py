@@ -52,7 +52,8 @@ class Layer(enum.IntEnum):
     TRANSPORTS = 4
     #: Client and AsyncClient, built from a backend and a transport.
     CLIENTS = 5
-    #: What users import: the package root and the Triton launcher for tests.
+    #: What users import or run: the package root, the command line, the conformance suite
+    #: and the Triton launcher for tests.
     FACADE = 6
 
 
@@ -100,6 +101,9 @@ LAYERS: dict[str, Layer] = {
     "kserve_v2.client": Layer.CLIENTS,
     # -- facade
     "kserve_v2": Layer.FACADE,
+    "kserve_v2.__main__": Layer.FACADE,
+    "kserve_v2.cli": Layer.FACADE,  # the kserve-v2 command
+    "kserve_v2.conformance": Layer.FACADE,  # the conformance suite (cases use the clients)
     "kserve_v2.testing": Layer.FACADE,
 }
 

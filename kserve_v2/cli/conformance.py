@@ -189,8 +189,9 @@ def _headers(values: list[str]) -> tuple[tuple[str, str], ...]:
 
 
 def run(args: argparse.Namespace) -> int:
+    from kserve_v2.conformance.catalog import all_cases
     from kserve_v2.conformance.context import Target
-    from kserve_v2.conformance.registry import all_cases, select
+    from kserve_v2.conformance.registry import select
     from kserve_v2.conformance.report import write_report
     from kserve_v2.conformance.runner import Outcome, load_expected
     from kserve_v2.conformance.runner import run as run_cases

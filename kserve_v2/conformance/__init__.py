@@ -16,8 +16,9 @@ Example::
     raise SystemExit(result.exit_status())
 """
 
+from kserve_v2.conformance.catalog import all_cases
 from kserve_v2.conformance.context import CaseFailed, CaseSkipped, Context, Session, Target
-from kserve_v2.conformance.registry import Case, all_cases, case, register, select
+from kserve_v2.conformance.registry import Case, case, register, select
 from kserve_v2.conformance.report import render_html, render_markdown, to_json, write_report
 from kserve_v2.conformance.runner import (
     CaseResult,

@@ -43,7 +43,6 @@ if TYPE_CHECKING:
     from types import ModuleType
 
     from kserve_v2 import Client
-    from kserve_v2.conformance.registry import Case
     from kserve_v2.transport.native import NativeGRPCChannel
     from kserve_v2.transport.stdlib import HTTPTransport
 
@@ -305,9 +304,8 @@ class Session:
 class Context:
     """One case's access to the server; everything it exchanges is recorded as evidence."""
 
-    def __init__(self, session: Session, case: Case) -> None:
+    def __init__(self, session: Session) -> None:
         self.session = session
-        self.case = case
         self.exchanges: list[Exchange] = []
         self._lock = threading.Lock()
         self._pending: dict[tuple[str, str], int] = {}

@@ -35,7 +35,7 @@ from kserve_v2.conformance.spec import EXTENSIONS, Level, Spec
 if TYPE_CHECKING:
     from kserve_v2.conformance.context import Context
 
-__all__ = ["PROTOCOLS", "Case", "CaseFunction", "all_cases", "case", "register", "select"]
+__all__ = ["PROTOCOLS", "Case", "CaseFunction", "case", "registered", "register", "select"]
 
 #: The protocols a case may apply to. A case naming both needs both servers (cross-protocol).
 PROTOCOLS: Final = ("http", "grpc")
@@ -122,10 +122,9 @@ def case(
     return decorate
 
 
-def all_cases() -> list[Case]:
-    """Every registered case, in registration order (the case modules load on first call)."""
-    import kserve_v2.conformance.cases  # noqa: F401  (registers on import)
-
+def registered() -> list[Case]:
+    """The cases registered so far, in registration order (:func:`kserve_v2.conformance.catalog.
+    all_cases` loads the case modules first)."""
     return list(_REGISTRY.values())
 
 

@@ -186,7 +186,7 @@ def run_case(
 ) -> CaseResult:
     """Run one case against the session's server."""
     started = time.perf_counter()
-    ctx = Context(session, case)
+    ctx = Context(session)
     listed = (expected.deviations.get(case.id) if expected is not None else None) or None
     reason = _skip_reason(session, case)
     if reason is not None:

@@ -49,19 +49,19 @@ import numpy.typing as npt
 from kserve_v2.datatypes import Datatype, deserialize
 from kserve_v2.errors import InvalidInputError, MissingDependencyError
 from kserve_v2.parameters import ParameterValue
-from kserve_v2.shm.system import (
+from kserve_v2.shm.common import (
     DTypeSpec,
     SharedMemoryError,
-    _as_int,
-    _check_name,
-    _check_offset,
-    _check_range,
-    _check_shape,
-    _check_size,
-    _host_bytes,
-    _placement,
-    _read_bytes_tensor,
-    _resolve_datatype,
+    as_int,
+    check_name,
+    check_offset,
+    check_range,
+    check_shape,
+    check_size,
+    host_bytes,
+    placement,
+    read_bytes_tensor,
+    resolve_datatype,
 )
 from kserve_v2.tensors import SharedMemoryPlacement
 
@@ -170,13 +170,13 @@ def cuda_register_body(
         >>> cuda_register_body(bytes(64), 0, 1024)["device_id"]
         0
     """
-    device = _as_int(device_id, "device_id")
+    device = as_int(device_id, "device_id")
     if device < 0:
         raise InvalidInputError(f"device_id must not be negative, got {device}", value=device_id)
     return {
         "raw_handle": encode_raw_handle_rest(handle),
         "device_id": device,
-        "byte_size": _check_size(byte_size),
+        "byte_size": check_size(byte_size),
     }
 
 
@@ -425,9 +425,9 @@ class CudaSharedMemoryRegion:
 
             region = CudaSharedMemoryRegion.create("in0", 1 << 20, device_id=1)
         """
-        name = _check_name(name)
-        size = _check_size(byte_size)
-        device = _as_int(device_id, "device_id")
+        name = check_name(name)
+        size = check_size(byte_size)
+        device = as_int(device_id, "device_id")
         if device < 0:
             raise InvalidInputError(
                 f"device_id must not be negative, got {device}", value=device_id
@@ -513,8 +513,8 @@ class CudaSharedMemoryRegion:
                         f"cannot copy from a DLPack tensor on device type {device_type}",
                         value=device_type,
                     )
-        source = _host_bytes(data, datatype)
-        off, n = _check_range(offset, source.nbytes, self._byte_size, self._name)
+        source = host_bytes(data, datatype)
+        off, n = check_range(offset, source.nbytes, self._byte_size, self._name)
         if n:
             # A read-only numpy view is enough to get the address of any host buffer.
             host = np.frombuffer(source, dtype=np.uint8)
@@ -540,7 +540,7 @@ class CudaSharedMemoryRegion:
                 value=strides,
             )
         src = int(interface["data"][0] or 0)
-        off, n = _check_range(offset, math.prod(shape) * itemsize, self._byte_size, self._name)
+        off, n = check_range(offset, math.prod(shape) * itemsize, self._byte_size, self._name)
         if n:
             runtime = self._allocation.runtime
             with runtime.on_device(self._device_id):
@@ -558,9 +558,9 @@ class CudaSharedMemoryRegion:
 
             raw = region.copy_to_host(16)
         """
-        off = _check_offset(offset)
+        off = check_offset(offset)
         n = self._byte_size - off if size is None else size
-        off, n = _check_range(off, n, self._byte_size, self._name)
+        off, n = check_range(off, n, self._byte_size, self._name)
         return self._download(off, n).tobytes()
 
     def _download(self, offset: int, size: int) -> npt.NDArray[np.uint8]:
@@ -588,13 +588,13 @@ class CudaSharedMemoryRegion:
 
             out = region.ndarray("FP32", (2, 8), offset=64)
         """
-        datatype, _ = _resolve_datatype(dtype)
+        datatype, _ = resolve_datatype(dtype)
         if datatype.itemsize is None:
             raise InvalidInputError(
                 "BYTES tensors have no fixed layout; use read_bytes_array()", value=dtype
             )
-        dims = _check_shape(shape)
-        off, n = _check_range(
+        dims = check_shape(shape)
+        off, n = check_range(
             offset, math.prod(dims) * datatype.itemsize, self._byte_size, self._name
         )
         # Decoded in place: numeric results are views on the one downloaded buffer.
@@ -613,11 +613,11 @@ class CudaSharedMemoryRegion:
 
             words = region.read_bytes_array(3, byte_size=n)
         """
-        dims = _check_shape(shape)
-        off = _check_offset(offset)
+        dims = check_shape(shape)
+        off = check_offset(offset)
         n = self._byte_size - off if byte_size is None else byte_size
-        off, n = _check_range(off, n, self._byte_size, self._name)
-        return _read_bytes_tensor(
+        off, n = check_range(off, n, self._byte_size, self._name)
+        return read_bytes_tensor(
             self._download(off, n).data, dims, byte_size is not None, f"region {self._name!r}"
         )
 
@@ -644,7 +644,7 @@ class CudaSharedMemoryRegion:
             n = region.copy_from_host(x)
             InferInput("x", datatype="FP32", shape=x.shape, shared_memory=region.placement(n))
         """
-        return _placement(self._name, self._byte_size, byte_size, offset)
+        return placement(self._name, self._byte_size, byte_size, offset)
 
     def tensor_parameters(
         self, byte_size: int | None = None, offset: int = 0

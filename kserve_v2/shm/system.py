@@ -42,60 +42,44 @@ import errno
 import importlib
 import math
 import mmap
-import operator
 import os
 import secrets
-import struct
 import sys
 import weakref
 from collections.abc import Iterable
-from typing import Any, ClassVar, Union
+from typing import Any, ClassVar
 
 import numpy as np
 import numpy.typing as npt
 
 from kserve_v2.datatypes import (
     Datatype,
-    datatype_of,
-    deserialize,
-    numpy_dtype,
-    serialize,
 )
 from kserve_v2.errors import (
     InvalidInputError,
     KServeError,
-    MissingDependencyError,
-    ProtocolError,
 )
 from kserve_v2.parameters import ParameterValue
+from kserve_v2.shm.common import (
+    DTypeSpec,
+    SharedMemoryError,
+    WriteSource,
+    as_int,
+    check_datatype,
+    check_key,
+    check_name,
+    check_offset,
+    check_range,
+    check_shape,
+    check_size,
+    host_bytes,
+    placement,
+    read_bytes_tensor,
+    view_dtype,
+)
 from kserve_v2.tensors import SharedMemoryPlacement
 
 __all__ = ["SharedMemoryError", "SystemSharedMemoryRegion", "system_register_body"]
-
-#: What :meth:`SystemSharedMemoryRegion.write` accepts: a numpy array (any wire datatype,
-#: object/str/bytes arrays become BYTES) or any bytes-like object, copied verbatim.
-WriteSource = Union["npt.NDArray[Any]", bytes, bytearray, memoryview]
-
-#: A datatype as accepted by ``ndarray()``: a wire datatype (``"FP32"``, ``Datatype.INT64``,
-#: ``"BF16"``, ...) or anything ``numpy.dtype()`` accepts.
-DTypeSpec = Union[str, Datatype, "npt.DTypeLike"]
-
-# POSIX allows names of up to NAME_MAX (255) bytes, including the leading slash.
-_MAX_KEY_BYTES = 255
-_BYTES_LENGTH = struct.Struct("<I")
-
-
-class SharedMemoryError(KServeError):
-    """The operating system or the CUDA runtime refused a shared-memory operation.
-
-    Raised for failures the caller could not have prevented by passing other arguments:
-    permission denied, no space left in ``/dev/shm``, ``mmap`` failure, CUDA errors.
-    The OS error, when there is one, is in ``__cause__``.
-    """
-
-    def __init__(self, message: str) -> None:
-        super().__init__(message)
-        self.message = message
 
 
 # ---------------------------------------------------------------------------------------------
@@ -103,210 +87,9 @@ class SharedMemoryError(KServeError):
 # ---------------------------------------------------------------------------------------------
 
 
-def _as_int(value: object, what: str) -> int:
-    # bool is an int subclass, but True as a size or offset is always a bug.
-    if isinstance(value, bool):
-        raise InvalidInputError(f"{what} must be an integer, not bool", value=value)
-    try:
-        return operator.index(value)  # type: ignore[arg-type]
-    except TypeError:
-        raise InvalidInputError(
-            f"{what} must be an integer, not {type(value).__name__}", value=value
-        ) from None
-
-
-def _check_size(value: object, what: str = "byte_size") -> int:
-    size = _as_int(value, what)
-    if size <= 0:
-        raise InvalidInputError(f"{what} must be positive, got {size}", value=value)
-    return size
-
-
-def _check_offset(value: object, what: str = "offset") -> int:
-    offset = _as_int(value, what)
-    if offset < 0:
-        raise InvalidInputError(f"{what} must not be negative, got {offset}", value=value)
-    return offset
-
-
-def _check_range(offset: object, size: object, limit: int, region: str) -> tuple[int, int]:
-    """Validate ``[offset, offset + size)`` against a region of ``limit`` bytes."""
-    off = _check_offset(offset)
-    n = _as_int(size, "size")
-    if n < 0:
-        raise InvalidInputError(f"size must not be negative, got {n}", value=size)
-    if off + n > limit:
-        raise InvalidInputError(
-            f"range [{off}, {off + n}) is past the end of region {region!r} ({limit} bytes)",
-            value=(off, n),
-        )
-    return off, n
-
-
-def _check_name(name: object) -> str:
-    if not isinstance(name, str):
-        raise InvalidInputError(f"region name must be a str, not {type(name).__name__}", value=name)
-    if not name:
-        raise InvalidInputError("region name must not be empty", value=name)
-    if "\x00" in name:
-        raise InvalidInputError("region name must not contain NUL", value=name)
-    return name
-
-
-def _check_key(key: object) -> str:
-    if not isinstance(key, str):
-        raise InvalidInputError(
-            f"shared memory key must be a str, not {type(key).__name__}", value=key
-        )
-    # shm_open portably wants "/name" with no other slash; Triton passes the key to
-    # shm_open unchanged, so a key that works here works there.
-    if not key.startswith("/"):
-        raise InvalidInputError(f"shared memory key must start with '/', got {key!r}", value=key)
-    if len(key) < 2 or "/" in key[1:]:
-        raise InvalidInputError(
-            f"shared memory key must be '/' followed by a name without '/', got {key!r}",
-            value=key,
-        )
-    if "\x00" in key:
-        raise InvalidInputError("shared memory key must not contain NUL", value=key)
-    if len(key.encode("utf-8", "surrogateescape")) > _MAX_KEY_BYTES:
-        raise InvalidInputError(
-            f"shared memory key is longer than {_MAX_KEY_BYTES} bytes", value=key
-        )
-    return key
-
-
-def _check_shape(shape: object) -> tuple[int, ...]:
-    if isinstance(shape, (int, np.integer)) and not isinstance(shape, bool):
-        shape = (shape,)
-    if not isinstance(shape, Iterable) or isinstance(shape, (str, bytes)):
-        raise InvalidInputError("shape must be a sequence of integers", value=shape)
-    dims = tuple(_as_int(d, "shape dimension") for d in shape)
-    if any(d < 0 for d in dims):
-        raise InvalidInputError(f"shape dimensions must not be negative: {dims}", value=shape)
-    return dims
-
-
-def _resolve_datatype(dtype: DTypeSpec) -> tuple[Datatype, np.dtype[Any] | None]:
-    """The wire datatype for ``dtype`` and, when given as a numpy dtype, that dtype."""
-    if isinstance(dtype, str):
-        with contextlib.suppress(InvalidInputError):
-            return Datatype.parse(dtype), None
-    try:
-        np_dtype = np.dtype(dtype)
-    except TypeError as exc:
-        raise InvalidInputError(f"unknown datatype {dtype!r}", value=dtype) from exc
-    return datatype_of(np_dtype), np_dtype
-
-
-def _view_dtype(dtype: DTypeSpec) -> np.dtype[Any]:
-    """The little-endian numpy dtype that views ``dtype``'s wire layout in place."""
-    datatype, given = _resolve_datatype(dtype)
-    if datatype is Datatype.BYTES:
-        raise InvalidInputError(
-            "BYTES tensors have no fixed layout to view; use read_bytes_array()", value=dtype
-        )
-    if datatype is Datatype.BF16:
-        if given is not None:
-            return given  # ml_dtypes.bfloat16 itself
-        bf16 = numpy_dtype(Datatype.BF16)
-        if bf16.name != "bfloat16":  # datatypes falls back to float32 without ml_dtypes
-            raise MissingDependencyError("BF16 views of shared memory", "bf16", "ml_dtypes")
-        return bf16
-    return numpy_dtype(datatype)
-
-
-def _check_datatype(array: npt.NDArray[Any], datatype: str | Datatype | None) -> Datatype:
-    """The datatype ``array`` is written as; an explicit one must match (or be BF16 from float)."""
-    found = datatype_of(array)
-    if datatype is None:
-        return found
-    wanted = Datatype.parse(datatype)
-    if found is wanted or (
-        wanted is Datatype.BF16 and array.dtype.kind == "f" and array.dtype.itemsize >= 4
-    ):
-        return wanted
-    raise InvalidInputError(
-        f"array of dtype {array.dtype} does not match datatype {wanted.value}", value=array.dtype
-    )
-
-
-def _deserialize_bytes_prefix(
-    data: memoryview, shape: tuple[int, ...], where: str
-) -> npt.NDArray[np.object_]:
-    """Decode the first ``prod(shape)`` BYTES elements of ``data``, ignoring what follows.
-
-    Unlike :func:`kserve_v2.datatypes.deserialize` the end of the tensor is not known here
-    (a region holds more than one tensor), so trailing bytes are not an error.
-    """
-    count = math.prod(shape)
-    out = np.empty(count, dtype=object)
-    pos = 0
-    end = len(data)
-    for i in range(count):
-        if pos + _BYTES_LENGTH.size > end:
-            raise ProtocolError(f"BYTES tensor in {where} ends after {i} of {count} elements")
-        (length,) = _BYTES_LENGTH.unpack_from(data, pos)
-        pos += _BYTES_LENGTH.size
-        if pos + length > end:
-            raise ProtocolError(
-                f"BYTES element {i} in {where} claims {length} bytes, only {end - pos} remain"
-            )
-        out[i] = bytes(data[pos : pos + length])
-        pos += length
-    return out.reshape(shape)
-
-
-def _read_bytes_tensor(
-    data: memoryview, shape: tuple[int, ...], exact: bool, where: str
-) -> npt.NDArray[Any]:
-    if exact:
-        return deserialize(data, Datatype.BYTES, shape)
-    return _deserialize_bytes_prefix(data, shape, where)
-
-
 # ---------------------------------------------------------------------------------------------
 # host-side sources (shared with kserve_v2.shm.cuda)
 # ---------------------------------------------------------------------------------------------
-
-
-def _host_bytes(data: object, datatype: str | Datatype | None = None) -> memoryview:
-    """The wire bytes of ``data`` as a flat unsigned-byte view (copying only if needed)."""
-    if isinstance(data, np.generic):
-        data = np.asarray(data)
-    if isinstance(data, np.ndarray):
-        wire = serialize(data, _check_datatype(data, datatype))
-        view = memoryview(wire)
-        return view if view.format == "B" and view.ndim == 1 else view.cast("B")
-    if datatype is not None:
-        raise InvalidInputError("datatype applies to numpy arrays only", value=datatype)
-    return _plain_buffer(data)
-
-
-def _plain_buffer(data: object) -> memoryview:
-    try:
-        view = memoryview(data)  # type: ignore[arg-type]
-    except TypeError:
-        hint = ""
-        if hasattr(data, "__cuda_array_interface__") or hasattr(data, "__dlpack__"):
-            hint = " (copy device tensors to the host first, or use a CUDA region)"
-        raise InvalidInputError(
-            f"cannot write {type(data).__name__}: expected a numpy array or a bytes-like "
-            f"object{hint}",
-            value=type(data).__name__,
-        ) from None
-    if not view.c_contiguous:
-        view = memoryview(view.tobytes())
-    return view.cast("B") if view.format != "B" or view.ndim != 1 else view
-
-
-def _placement(
-    region: str, limit: int, byte_size: int | None, offset: int
-) -> SharedMemoryPlacement:
-    off = _check_offset(offset)
-    size = limit - off if byte_size is None else _check_size(byte_size)
-    _check_range(off, size, limit, region)
-    return SharedMemoryPlacement(region, size, off)
 
 
 def system_register_body(key: str, offset: int, byte_size: int) -> dict[str, Any]:
@@ -321,9 +104,9 @@ def system_register_body(key: str, offset: int, byte_size: int) -> dict[str, Any
         {'key': '/kserve_v2_in', 'offset': 0, 'byte_size': 1024}
     """
     return {
-        "key": _check_key(key),
-        "offset": _check_offset(offset),
-        "byte_size": _check_size(byte_size),
+        "key": check_key(key),
+        "offset": check_offset(offset),
+        "byte_size": check_size(byte_size),
     }
 
 
@@ -503,11 +286,11 @@ class SystemSharedMemoryRegion:
             region = SystemSharedMemoryRegion.create("output0", 4096)
             region.key   # '/kserve_v2_3f2a...'
         """
-        name = _check_name(name)
-        size = _check_size(byte_size)
-        mode = _as_int(mode, "mode")
+        name = check_name(name)
+        size = check_size(byte_size)
+        mode = as_int(mode, "mode")
         if key is not None:
-            return cls._create(name, _check_key(key), size, mode, preallocate)
+            return cls._create(name, check_key(key), size, mode, preallocate)
         for _ in range(16):
             try:
                 return cls._create(
@@ -556,9 +339,9 @@ class SystemSharedMemoryRegion:
 
             peer = SystemSharedMemoryRegion.attach("in0", "/kserve_v2_3f2a...", 64)
         """
-        name = _check_name(name)
-        key = _check_key(key)
-        size = None if byte_size is None else _check_size(byte_size)
+        name = check_name(name)
+        key = check_key(key)
+        size = None if byte_size is None else check_size(byte_size)
         try:
             fd = _shm_open(key, os.O_RDWR, 0)
         except OSError as exc:
@@ -647,19 +430,19 @@ class SystemSharedMemoryRegion:
         if isinstance(data, np.generic):
             data = np.asarray(data)
         if isinstance(data, np.ndarray):
-            wire = _check_datatype(data, datatype)
+            wire = check_datatype(data, datatype)
             if wire.itemsize == data.dtype.itemsize:  # fixed-size, no conversion needed
                 dtype = data.dtype
                 layout = dtype.newbyteorder("<") if dtype.kind in "iuf" else dtype
-                off, n = _check_range(offset, data.nbytes, self._byte_size, self._name)
+                off, n = check_range(offset, data.nbytes, self._byte_size, self._name)
                 if n:
                     target = np.frombuffer(view[off : off + n], dtype=layout)
                     # One pass straight into the mapping: copyto handles strides and byte
                     # swapping at once, where serializing first would copy twice.
                     np.copyto(target.reshape(data.shape), data, casting="equiv")
                 return n
-        source = _host_bytes(data, datatype)  # BYTES, BF16 from float, plain buffers
-        off, n = _check_range(offset, source.nbytes, self._byte_size, self._name)
+        source = host_bytes(data, datatype)  # BYTES, BF16 from float, plain buffers
+        off, n = check_range(offset, source.nbytes, self._byte_size, self._name)
         view[off : off + n] = source
         return n
 
@@ -683,11 +466,9 @@ class SystemSharedMemoryRegion:
             inp[:] = [1, 2, 3, 4]
         """
         view = self._view()
-        layout = _view_dtype(dtype)
-        dims = _check_shape(shape)
-        off, n = _check_range(
-            offset, math.prod(dims) * layout.itemsize, self._byte_size, self._name
-        )
+        layout = view_dtype(dtype)
+        dims = check_shape(shape)
+        off, n = check_range(offset, math.prod(dims) * layout.itemsize, self._byte_size, self._name)
         return np.frombuffer(view[off : off + n], dtype=layout).reshape(dims)
 
     def read_bytes(self, offset: int = 0, size: int | None = None) -> bytes:
@@ -698,9 +479,9 @@ class SystemSharedMemoryRegion:
             header = region.read_bytes(0, 16)
         """
         view = self._view()
-        off = _check_offset(offset)
+        off = check_offset(offset)
         n = self._byte_size - off if size is None else size
-        off, n = _check_range(off, n, self._byte_size, self._name)
+        off, n = check_range(off, n, self._byte_size, self._name)
         return bytes(view[off : off + n])
 
     def read_bytes_array(
@@ -717,11 +498,11 @@ class SystemSharedMemoryRegion:
             words = region.read_bytes_array((2,), offset=0)   # array([b'ab', b'c'], ...)
         """
         view = self._view()
-        dims = _check_shape(shape)
-        off = _check_offset(offset)
+        dims = check_shape(shape)
+        off = check_offset(offset)
         n = self._byte_size - off if byte_size is None else byte_size
-        off, n = _check_range(off, n, self._byte_size, self._name)
-        return _read_bytes_tensor(
+        off, n = check_range(off, n, self._byte_size, self._name)
+        return read_bytes_tensor(
             view[off : off + n], dims, byte_size is not None, f"region {self._name!r}"
         )
 
@@ -748,7 +529,7 @@ class SystemSharedMemoryRegion:
             InferInput("x", datatype="FP32", shape=x.shape, shared_memory=region.placement(n))
             RequestedOutput("y", shared_memory=region.placement(offset=n))
         """
-        return _placement(self._name, self._byte_size, byte_size, offset)
+        return placement(self._name, self._byte_size, byte_size, offset)
 
     def tensor_parameters(
         self, byte_size: int | None = None, offset: int = 0
