@@ -8,7 +8,7 @@ tensor data (see :mod:`kserve_v2.grpc.wire`). :func:`translate_rpc_error` turns 
 ``grpc.RpcError`` into the library's error tree; both channels and their stream calls use it.
 
 Streaming calls (``open_stream``) follow :class:`SyncStreamCall` / :class:`AsyncStreamCall`,
-which the native transport (:mod:`kserve_v2.transport.native_stream`) implements too, so
+which the native transport (:mod:`kserve_v2.transport.native`) implements too, so
 :mod:`kserve_v2.grpc.stream` runs on either transport.
 
 grpcio is imported only when a channel is built; without it :class:`MissingDependencyError`
@@ -38,7 +38,7 @@ import re
 import threading
 from collections.abc import Iterator
 from types import ModuleType
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, Generic, TypeVar
 
 from kserve_v2.errors import (
     DeadlineExceededError,
@@ -49,11 +49,14 @@ from kserve_v2.errors import (
 from kserve_v2.grpc.config import ChannelConfig, Metadata, check_compression, import_grpc
 from kserve_v2.grpc.status import code_name
 from kserve_v2.interfaces import CLOSED_FOR_SENDING, AsyncStreamCall, StreamMessage, SyncStreamCall
+from kserve_v2.transport.grpc_base import GRPCChannelBase
 
 if TYPE_CHECKING:
     from kserve_v2.datatypes import BytesLike
 
 __all__ = ["AsyncGRPCChannel", "GRPCChannel", "translate_rpc_error"]
+
+_Call = TypeVar("_Call", SyncStreamCall, AsyncStreamCall)
 
 
 # grpcio's words for a call that never reached the server (UNAVAILABLE is also what a server
@@ -89,7 +92,7 @@ def _credentials(grpc: ModuleType, config: ChannelConfig) -> Any:
 
 def _grpcio_timeout(timeout: float | None) -> float | None:
     # grpcio takes an infinite timeout for an expired deadline; it means no deadline (as on
-    # every other transport, see transport.base.deadline_after).
+    # every other transport, see transport.sockets.deadline_after).
     return None if timeout == math.inf else timeout
 
 
@@ -128,44 +131,53 @@ def translate_rpc_error(exc: BaseException, url: str | None = None) -> KServeErr
     return ServerError(details, grpc_code=name)
 
 
-def _response_metadata(call: Any) -> Metadata:
-    out: list[tuple[str, str]] = []
-    for getter in ("initial_metadata", "trailing_metadata"):
-        items = getattr(call, getter)() or ()
-        out.extend((str(k), v if isinstance(v, str) else repr(v)) for k, v in items)
-    return tuple(out)
+def _response_metadata(*groups: Any) -> Metadata:
+    """Initial and trailing metadata as (key, value) pairs of strings."""
+    return tuple(
+        (str(key), value if isinstance(value, str) else repr(value))
+        for items in groups
+        for key, value in items or ()
+    )
+
+
+def _joined(request: bytes | tuple[BytesLike, ...]) -> bytes:
+    # grpcio sends one bytes object.
+    return b"".join(request) if isinstance(request, tuple) else request
 
 
 # --------------------------------------------------------------------------- stream calls
 
 
-class _GrpcioStreamCall:
+class _StreamCallBase:
+    """What both grpcio stream calls share: the final status, and the error (if any) of a
+    call that ended with an ``RpcError``."""
+
+    def __init__(self, channel: _GrpcioChannel[Any]) -> None:
+        self._grpc = channel.grpc
+        self._url = channel.config.url
+        self._cancelled = False
+        self.status: str | None = None
+
+    def _ended_by(self, exc: BaseException) -> KServeError | None:
+        """Record the status of ``exc``; the error to raise, None for our own cancel."""
+        self.status = code_name(exc)
+        if self._cancelled and self.status == "CANCELLED":
+            return None
+        return translate_rpc_error(exc, self._url)
+
+
+class _GrpcioStreamCall(_StreamCallBase):
     """:class:`SyncStreamCall` over grpcio: requests reach grpcio through an iterator fed
     from a queue (grpcio consumes it on a thread of its own)."""
 
-    def __init__(
-        self,
-        channel: GRPCChannel,
-        method: str,
-        timeout: float | None,
-        metadata: Metadata,
-        compression: str | None,
-    ) -> None:
-        self._grpc = channel.grpc
-        self._url = channel.config.url
+    def __init__(self, channel: GRPCChannel, method: str, options: dict[str, Any]) -> None:
+        super().__init__(channel)
         self._requests: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
         # Orders send() against done_sending(): a request queued after the end marker
         # would silently never go out.
         self._lock = threading.Lock()
         self._sending = True
-        self._cancelled = False
-        self.status: str | None = None
-        self._call = channel.stream_stream(method)(
-            self._request_iterator(),
-            timeout=_grpcio_timeout(timeout),
-            metadata=metadata or None,
-            compression=channel.compression(compression),
-        )
+        self._call = channel.stream_stream(method)(self._request_iterator(), **options)
 
     def _request_iterator(self) -> Iterator[bytes]:
         while (item := self._requests.get()) is not None:
@@ -188,9 +200,9 @@ class _GrpcioStreamCall:
             yield from self._call
             self.status = "OK"
         except self._grpc.RpcError as exc:
-            self.status = code_name(exc)
-            if not (self._cancelled and self.status == "CANCELLED"):
-                raise translate_rpc_error(exc, self._url) from exc
+            error = self._ended_by(exc)
+            if error is not None:
+                raise error from exc
         finally:
             self.done_sending()  # releases grpcio's request thread if it still waits
 
@@ -200,36 +212,22 @@ class _GrpcioStreamCall:
         self.done_sending()
 
 
-class _AsyncGrpcioStreamCall:
+class _AsyncGrpcioStreamCall(_StreamCallBase):
     """:class:`AsyncStreamCall` over ``grpc.aio``."""
 
-    def __init__(
-        self,
-        channel: AsyncGRPCChannel,
-        method: str,
-        timeout: float | None,
-        metadata: Metadata,
-        compression: str | None,
-    ) -> None:
-        self._grpc = channel.grpc
+    def __init__(self, channel: AsyncGRPCChannel, method: str, options: dict[str, Any]) -> None:
+        super().__init__(channel)
         self._eof = _import_grpc_aio().EOF
-        self._url = channel.config.url
-        self._cancelled = False
-        self.status: str | None = None
-        self._call = channel.stream_stream(method)(
-            timeout=_grpcio_timeout(timeout),
-            metadata=metadata or None,
-            compression=channel.compression(compression),
-        )
+        self._call = channel.stream_stream(method)(**options)
 
     async def read(self) -> StreamMessage | None:
         try:
             data = await self._call.read()
         except self._grpc.RpcError as exc:
-            self.status = code_name(exc)
-            if self._cancelled and self.status == "CANCELLED":
+            error = self._ended_by(exc)
+            if error is None:
                 return None
-            raise translate_rpc_error(exc, self._url) from exc
+            raise error from exc
         except asyncio.CancelledError:
             # grpc.aio raises this from read() once the call was cancelled; if we did
             # that, it is the quiet end. Otherwise the reading task itself is cancelled.
@@ -260,10 +258,99 @@ class _AsyncGrpcioStreamCall:
         self._call.cancel()
 
 
+# ------------------------------------------------------------------------------ channels
+
+
+class _GrpcioChannel(GRPCChannelBase, Generic[_Call]):
+    """What the sync and async channels share: the multicallables' caches, the per-call
+    options, opening stream calls. ``_channel_now`` is the grpcio channel to call on (the
+    async one opens it on first use)."""
+
+    def __init__(self, config: ChannelConfig) -> None:
+        super().__init__(config)
+        self._grpc = import_grpc()
+        self._unary: dict[str, Any] = {}
+        self._stream: dict[str, Any] = {}
+
+    @property
+    def grpc(self) -> ModuleType:
+        """The grpc module (for streams, without importing it again)."""
+        return self._grpc
+
+    def compression(self, name: str | None) -> Any:
+        """``grpc.Compression`` for a per-call ``compression`` name (None: channel default)."""
+        return compression_of(self._grpc, check_compression(name))
+
+    def _new_channel(self, module: ModuleType) -> Any:
+        """A channel of ``module`` (``grpc`` or ``grpc.aio``) built from the config."""
+        config = self.config
+        compression = compression_of(self._grpc, config.compression)
+        if config.secure:
+            credentials = _credentials(self._grpc, config)
+            return module.secure_channel(
+                config.target, credentials, list(config.options), compression
+            )
+        return module.insecure_channel(config.target, list(config.options), compression)
+
+    def _channel_now(self) -> Any:
+        raise NotImplementedError
+
+    def unary_unary(self, method: str) -> Any:
+        """The cached bytes-in, bytes-out multicallable of ``method``."""
+        callable_ = self._unary.get(method)
+        channel = self._channel_now()  # checks the channel is open (and on the right loop)
+        if callable_ is None:
+            # No serializers: requests are already bytes, responses stay bytes.
+            callable_ = self._unary[method] = channel.unary_unary(method)
+        return callable_
+
+    def stream_stream(self, method: str) -> Any:
+        """The cached bytes-in, bytes-out bidirectional-streaming multicallable of ``method``."""
+        callable_ = self._stream.get(method)
+        channel = self._channel_now()
+        if callable_ is None:
+            callable_ = self._stream[method] = channel.stream_stream(method)
+        return callable_
+
+    def call_options(
+        self, timeout: float | None, metadata: Metadata, compression: str | None
+    ) -> dict[str, Any]:
+        """The keyword arguments of a grpcio call."""
+        return {
+            "timeout": _grpcio_timeout(timeout),
+            "metadata": metadata or None,
+            "compression": self.compression(compression),
+        }
+
+    def open_stream(
+        self,
+        method: str,
+        *,
+        timeout: float | None = None,
+        metadata: Metadata = (),
+        compression: str | None = None,
+    ) -> _Call:
+        """Start a bidirectional-streaming call of ``method`` (see :class:`SyncStreamCall`
+        and :class:`AsyncStreamCall`; the asyncio channel's from the event loop)."""
+        return self._stream_call(method, self.call_options(timeout, metadata, compression))
+
+    def _stream_call(self, method: str, options: dict[str, Any]) -> _Call:
+        raise NotImplementedError
+
+    def _close_state(self) -> bool:
+        """Mark the channel closed; whether it was open."""
+        if self._closed:
+            return False
+        self._closed = True
+        self._unary.clear()
+        self._stream.clear()
+        return True
+
+
 # ---------------------------------------------------------------------------------- sync
 
 
-class GRPCChannel:
+class GRPCChannel(_GrpcioChannel[SyncStreamCall]):
     """A synchronous grpcio channel plus its multicallables; thread-safe like grpcio's.
 
     Calls move bytes: :meth:`call_unary` sends serialized request bytes and returns the
@@ -271,53 +358,12 @@ class GRPCChannel:
     """
 
     def __init__(self, config: ChannelConfig) -> None:
-        grpc = import_grpc()
-        self._grpc = grpc
-        self.config = config
-        compression = compression_of(grpc, config.compression)
-        if config.secure:
-            self._channel = grpc.secure_channel(
-                config.target, _credentials(grpc, config), list(config.options), compression
-            )
-        else:
-            self._channel = grpc.insecure_channel(config.target, list(config.options), compression)
-        self._unary: dict[str, Any] = {}
-        self._stream: dict[str, Any] = {}
-        self._closed = False
+        super().__init__(config)
+        self._channel = self._new_channel(self._grpc)
 
-    @property
-    def grpc(self) -> ModuleType:
-        """The grpc module (for streams, without importing it again)."""
-        return self._grpc
-
-    @property
-    def closed(self) -> bool:
-        return self._closed
-
-    def compression(self, name: str | None) -> Any:
-        """``grpc.Compression`` for a per-call ``compression`` name (None: channel default)."""
-        return compression_of(self._grpc, check_compression(name))
-
-    def _check_open(self) -> None:
-        if self._closed:
-            raise TransportError("the gRPC channel is closed", url=self.config.url)
-
-    def unary_unary(self, method: str) -> Any:
-        """The cached bytes-in, bytes-out multicallable of ``method``."""
-        self._check_open()
-        callable_ = self._unary.get(method)
-        if callable_ is None:
-            # No serializers: requests are already bytes, responses stay bytes.
-            callable_ = self._unary[method] = self._channel.unary_unary(method)
-        return callable_
-
-    def stream_stream(self, method: str) -> Any:
-        """The cached bytes-in, bytes-out bidirectional-streaming multicallable of ``method``."""
-        self._check_open()
-        callable_ = self._stream.get(method)
-        if callable_ is None:
-            callable_ = self._stream[method] = self._channel.stream_stream(method)
-        return callable_
+    def _channel_now(self) -> Any:
+        self.check_open()
+        return self._channel
 
     def call_unary(
         self,
@@ -330,55 +376,32 @@ class GRPCChannel:
         want_metadata: bool = False,
     ) -> tuple[bytes, Metadata]:
         """Run one unary call; returns the response bytes and (if asked) response metadata."""
-        if isinstance(request, tuple):
-            request = b"".join(request)  # grpcio sends one bytes object
         multicallable = self.unary_unary(method)
+        options = self.call_options(timeout, metadata, compression)
         try:
             if want_metadata:
-                response, call = multicallable.with_call(
-                    request,
-                    timeout=_grpcio_timeout(timeout),
-                    metadata=metadata or None,
-                    compression=self.compression(compression),
+                response, call = multicallable.with_call(_joined(request), **options)
+                return response, _response_metadata(
+                    call.initial_metadata(), call.trailing_metadata()
                 )
-                return response, _response_metadata(call)
-            response = multicallable(
-                request,
-                timeout=_grpcio_timeout(timeout),
-                metadata=metadata or None,
-                compression=self.compression(compression),
-            )
+            response = multicallable(_joined(request), **options)
         except self._grpc.RpcError as exc:
             raise translate_rpc_error(exc, self.config.url) from exc
         return response, ()
 
-    def open_stream(
-        self,
-        method: str,
-        *,
-        timeout: float | None = None,
-        metadata: Metadata = (),
-        compression: str | None = None,
-    ) -> SyncStreamCall:
-        """Start a bidirectional-streaming call of ``method`` (see :class:`SyncStreamCall`)."""
-        return _GrpcioStreamCall(self, method, timeout, metadata, compression)
+    def _stream_call(self, method: str, options: dict[str, Any]) -> SyncStreamCall:
+        return _GrpcioStreamCall(self, method, options)
 
     def close(self) -> None:
         """Close the channel (cancels calls still in flight). Idempotent."""
-        if not self._closed:
-            self._closed = True
-            self._unary.clear()
-            self._stream.clear()
+        if self._close_state():
             self._channel.close()
-
-    def __repr__(self) -> str:
-        return f"GRPCChannel({self.config.url!r}{', closed' if self._closed else ''})"
 
 
 # --------------------------------------------------------------------------------- async
 
 
-class AsyncGRPCChannel:
+class AsyncGRPCChannel(_GrpcioChannel[AsyncStreamCall]):
     """The asyncio twin of :class:`GRPCChannel` (``grpc.aio``).
 
     The grpcio channel is opened on first use, inside the running event loop (grpc.aio binds
@@ -388,66 +411,15 @@ class AsyncGRPCChannel:
 
     def __init__(self, config: ChannelConfig) -> None:
         self._aio = _import_grpc_aio()
-        self._grpc = import_grpc()
-        self.config = config
+        super().__init__(config)
         self._channel: Any = None
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._unary: dict[str, Any] = {}
-        self._stream: dict[str, Any] = {}
-        self._closed = False
 
-    @property
-    def grpc(self) -> ModuleType:
-        return self._grpc
-
-    @property
-    def closed(self) -> bool:
-        return self._closed
-
-    def compression(self, name: str | None) -> Any:
-        return compression_of(self._grpc, check_compression(name))
-
-    def _open(self) -> Any:
-        if self._closed:
-            raise TransportError("the gRPC channel is closed", url=self.config.url)
-        loop = asyncio.get_running_loop()
+    def _channel_now(self) -> Any:
+        self.check_open()
+        self.bind_loop()
         if self._channel is None:
-            config = self.config
-            compression = compression_of(self._grpc, config.compression)
-            if config.secure:
-                self._channel = self._aio.secure_channel(
-                    config.target,
-                    _credentials(self._grpc, config),
-                    list(config.options),
-                    compression,
-                )
-            else:
-                self._channel = self._aio.insecure_channel(
-                    config.target, list(config.options), compression
-                )
-            self._loop = loop
-        elif loop is not self._loop:
-            raise TransportError(
-                "this AsyncClient's gRPC channel belongs to another event loop; "
-                "make one client per loop",
-                url=self.config.url,
-            )
+            self._channel = self._new_channel(self._aio)
         return self._channel
-
-    def unary_unary(self, method: str) -> Any:
-        """The cached bytes-in, bytes-out multicallable (call from the event loop)."""
-        channel = self._open()
-        callable_ = self._unary.get(method)
-        if callable_ is None:
-            callable_ = self._unary[method] = channel.unary_unary(method)
-        return callable_
-
-    def stream_stream(self, method: str) -> Any:
-        channel = self._open()
-        callable_ = self._stream.get(method)
-        if callable_ is None:
-            callable_ = self._stream[method] = channel.stream_stream(method)
-        return callable_
 
     async def call_unary(
         self,
@@ -459,50 +431,26 @@ class AsyncGRPCChannel:
         compression: str | None = None,
         want_metadata: bool = False,
     ) -> tuple[bytes, Metadata]:
-        """Run one unary call (see :meth:`GRPCChannel.call_unary`)."""
-        if isinstance(request, tuple):
-            request = b"".join(request)  # grpcio sends one bytes object
+        """Run one unary call (see :meth:`GRPCChannel.call_unary`); call from the event loop."""
         multicallable = self.unary_unary(method)
+        options = self.call_options(timeout, metadata, compression)
         try:
-            call = multicallable(
-                request,
-                timeout=_grpcio_timeout(timeout),
-                metadata=metadata or None,
-                compression=self.compression(compression),
-            )
+            call = multicallable(_joined(request), **options)
             response = await call
             if want_metadata:
-                initial = await call.initial_metadata()
-                trailing = await call.trailing_metadata()
-                pairs = [*(initial or ()), *(trailing or ())]
-                return response, tuple(
-                    (str(k), v if isinstance(v, str) else repr(v)) for k, v in pairs
+                return response, _response_metadata(
+                    await call.initial_metadata(), await call.trailing_metadata()
                 )
         except self._grpc.RpcError as exc:
             raise translate_rpc_error(exc, self.config.url) from exc
         return response, ()
 
-    def open_stream(
-        self,
-        method: str,
-        *,
-        timeout: float | None = None,
-        metadata: Metadata = (),
-        compression: str | None = None,
-    ) -> AsyncStreamCall:
-        """Start a bidirectional-streaming call (call from the event loop; see
-        :class:`AsyncStreamCall`)."""
-        return _AsyncGrpcioStreamCall(self, method, timeout, metadata, compression)
+    def _stream_call(self, method: str, options: dict[str, Any]) -> AsyncStreamCall:
+        return _AsyncGrpcioStreamCall(self, method, options)
 
     async def aclose(self) -> None:
         """Close the channel (cancels calls in flight). Idempotent."""
-        if not self._closed:
-            self._closed = True
+        if self._close_state():
             channel, self._channel = self._channel, None
-            self._unary.clear()
-            self._stream.clear()
             if channel is not None:
                 await channel.close()
-
-    def __repr__(self) -> str:
-        return f"AsyncGRPCChannel({self.config.url!r}{', closed' if self._closed else ''})"

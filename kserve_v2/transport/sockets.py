@@ -150,3 +150,18 @@ def make_ssl_context(
         raise InvalidInputError(f"cannot set up TLS: {exc}") from exc
     ctx.set_alpn_protocols(["http/1.1"])
     return ctx
+
+
+# ------------------------------------------------------------------ connection loss
+
+#: What a socket call raises when the peer went away mid-exchange. On a reused (pooled)
+#: connection before any answer arrived, this is the stale keep-alive case that transports
+#: retry once on a new connection.
+CONNECTION_LOST = (
+    BrokenPipeError,
+    ConnectionResetError,
+    ConnectionAbortedError,
+    ssl.SSLEOFError,
+    ssl.SSLZeroReturnError,
+)
+__all__ += ["CONNECTION_LOST"]

@@ -196,7 +196,7 @@ class Peer:
             while (left := deadline - time.monotonic()) > 0:
                 self.sock.settimeout(left)
                 got = self.read_frame()
-                self._answer_control(got)
+                self.answer_control(got)
                 frames.append(got)
         except TimeoutError:
             pass
@@ -215,7 +215,7 @@ class Peer:
                 got = self.read_frame()
                 if got.kind == kind and got.flags & flags == flags:
                     return got
-                if not self._answer_control(got):
+                if not self.answer_control(got):
                     passed.append(got)
         except TimeoutError:
             pass
@@ -232,7 +232,7 @@ class Peer:
                 self.read_frame()
         return self.received[start:]
 
-    def _answer_control(self, got: Frame) -> bool:
+    def answer_control(self, got: Frame) -> bool:
         """Acknowledge SETTINGS and PING; True for a frame a request reader skips."""
         if got.kind == SETTINGS and not got.flags & FLAG_ACK:
             self.send_frame(SETTINGS, FLAG_ACK, 0)
@@ -240,17 +240,17 @@ class Peer:
             self.send_frame(PING, FLAG_ACK, 0, got.payload)
         return got.kind not in (HEADERS, CONTINUATION, DATA)
 
-    def _next(self) -> Frame:
+    def next_request_frame(self) -> Frame:
         """The next HEADERS, CONTINUATION or DATA frame (control frames answered, skipped)."""
         while True:
             got = self.read_frame()
-            if not self._answer_control(got):
+            if not self.answer_control(got):
                 return got
 
     def read_headers(self) -> Request | None:
         """The next request's header block; None when the client closed the connection."""
         try:
-            got = self._next()
+            got = self.next_request_frame()
         except PeerClosed:
             if self._buffer:
                 raise
@@ -260,7 +260,7 @@ class Peer:
         block = got.payload
         first = got
         while not got.flags & FLAG_END_HEADERS:
-            got = self._next()
+            got = self.next_request_frame()
             assert got.kind == CONTINUATION, got
             assert got.stream_id == first.stream_id, got
             block += got.payload
@@ -272,11 +272,18 @@ class Peer:
     def read_body(self, request: Request) -> None:
         """Read ``request``'s DATA up to END_STREAM."""
         while not request.ended:
-            got = self._next()
+            got = self.next_request_frame()
             assert got.kind == DATA, got
             assert got.stream_id == request.stream_id, got
             request.body += got.payload
             request.ended = bool(got.flags & FLAG_END_STREAM)
+
+    def accept_request(self) -> Request:
+        """Handshake, then the first request's header block (which must come)."""
+        self.handshake()
+        request = self.read_headers()
+        assert request is not None
+        return request
 
     def read_request(self) -> Request | None:
         """The next whole request; None when the client closed the connection."""
@@ -361,10 +368,14 @@ class Peer:
     def send_window_update(self, stream_id: int, increment: int) -> None:
         self.send_frame(WINDOW_UPDATE, 0, stream_id, _U32.pack(increment))
 
-    def close_gracefully(self) -> list[Frame]:
-        """Send FIN, then read until the client closes too (no RST can eat our last bytes)."""
+    def send_fin(self) -> None:
+        """Close our side of the connection (the client reads its end)."""
         with contextlib.suppress(OSError):
             self.sock.shutdown(socket.SHUT_WR)
+
+    def close_gracefully(self) -> list[Frame]:
+        """Send FIN, then read until the client closes too (no RST can eat our last bytes)."""
+        self.send_fin()
         return self.read_until_closed()
 
 
@@ -518,9 +529,10 @@ class Runner:
             self._loop.close()
 
 
-@pytest.fixture
-def serve() -> Iterator[Callable[[Handler], ScriptedServer]]:
-    """Starts scripted servers; at the end closes them and fails on handler errors."""
+@contextlib.contextmanager
+def scripted_servers() -> Iterator[Callable[[Handler], ScriptedServer]]:
+    """Starts scripted servers; at the end closes them and fails on handler errors (the
+    ``serve`` fixtures of this module and of test_native_stream)."""
     servers: list[ScriptedServer] = []
 
     def start(handler: Handler) -> ScriptedServer:
@@ -532,6 +544,12 @@ def serve() -> Iterator[Callable[[Handler], ScriptedServer]]:
     problems = [problem for server in servers for problem in server.close()]
     if problems:
         pytest.fail("scripted server:\n" + "\n".join(problems), pytrace=False)
+
+
+@pytest.fixture
+def serve() -> Iterator[Callable[[Handler], ScriptedServer]]:
+    with scripted_servers() as start:
+        yield start
 
 
 @pytest.fixture(params=["sync", "async"])
@@ -698,47 +716,38 @@ def test_graceful_goaway_lets_the_call_finish(serve: Serve, connect: Connect) ->
     assert [len(peer.requests) for peer in server.peers] == [1, 1]
 
 
-def test_goaway_while_idle_moves_to_a_new_connection(serve: Serve, connect: Connect) -> None:
-    """A GOAWAY received while the connection sat idle in the pool retires it: the next call
-    opens a new connection and succeeds."""
-    sent = threading.Event()
+# ----------------------------------------------------------- 3. stale pooled connections
+
+
+#: How a server retires a connection it answered on: GOAWAY, or closing it (FIN).
+RETIRE_IDLE: dict[str, Callable[[Peer, Request], None]] = {
+    "goaway": lambda peer, request: peer.send_goaway(request.stream_id),
+    "closed": lambda peer, request: peer.send_fin(),
+}
+
+
+@pytest.mark.parametrize("retire", RETIRE_IDLE.values(), ids=RETIRE_IDLE.keys())
+def test_connection_retired_while_idle(
+    serve: Serve, connect: Connect, retire: Callable[[Peer, Request], None]
+) -> None:
+    """A pooled connection the server retired (GOAWAY) or closed while it sat idle is
+    noticed: the next call opens a new connection and succeeds."""
+    retired = threading.Event()
 
     def respond(peer: Peer, request: Request, _n: int) -> None:
         peer.send_response(request.stream_id)
-        peer.send_goaway(request.stream_id)
-        sent.set()
+        retire(peer, request)
+        retired.set()
         peer.read_until_closed()
 
     server = serve(on_first(respond))
     client = connect(server)
     assert client.live() is True
-    assert sent.wait(IO_TIMEOUT)
+    assert retired.wait(IO_TIMEOUT)
     client.pause(0.1)
     assert client.live() is True
     assert server.accepted == 2
     assert [len(peer.requests) for peer in server.peers] == [1, 1]
-
-
-# ----------------------------------------------------------- 3. stale pooled connections
-
-
-def test_idle_connection_closed_by_server(serve: Serve, connect: Connect) -> None:
-    """A pooled connection the server closed while idle is noticed; the next call succeeds on
-    a new connection."""
-    closing = threading.Event()
-
-    def respond(peer: Peer, request: Request, _n: int) -> None:
-        peer.send_response(request.stream_id)
-        closing.set()
-        peer.close_gracefully()
-
-    server = serve(on_first(respond))
-    client = connect(server)
-    assert client.live() is True
-    assert closing.wait(IO_TIMEOUT)
-    client.pause(0.1)
-    assert client.live() is True
-    assert server.accepted == 2
 
 
 @pytest.mark.parametrize(
@@ -1032,19 +1041,28 @@ class FlowRecord:
     during_wait: int = 0
     largest_frame: int = 0
     ping_ack: bytes | None = None
-    body: bytes = b""
 
 
 def read_window(peer: Peer, request: Request, record: FlowRecord) -> None:
     """Read DATA until the client's initial 65,535-byte window is used up."""
     while record.before_update < DEFAULT_WINDOW and not request.ended:
-        got = peer._next()
+        got = peer.next_request_frame()
         assert got.kind == DATA, got
         assert got.stream_id == request.stream_id, got
         request.body += got.payload
         request.ended = bool(got.flags & FLAG_END_STREAM)
         record.before_update += len(got.payload)
         record.largest_frame = max(record.largest_frame, len(got.payload))
+
+
+def open_window_and_answer(peer: Peer, request: Request) -> None:
+    """Open both windows wide, read the rest of ``request``, answer "ok", then read until
+    the client closes the connection."""
+    peer.send_window_update(0, 1 << 20)
+    peer.send_window_update(request.stream_id, 1 << 20)
+    peer.read_body(request)
+    peer.send_response(request.stream_id, b"ok")
+    peer.read_until_closed()
 
 
 def test_deadline_when_server_never_answers(serve: Serve, connect: Connect, mode: str) -> None:
@@ -1104,7 +1122,7 @@ def test_deadline_while_request_blocked_by_flow_control(serve: Serve, connect: C
     assert client.live() is True
 
 
-# ------------------------------------------------------------------- 10. response framing
+# ------------------------------------------------- 10-11. response framing and count
 
 
 BIG = random.Random(1234).randbytes(1 << 20)
@@ -1165,97 +1183,68 @@ def test_compressed_response(serve: Serve, connect: Connect, encoding: str) -> N
     assert server.peers[0].requests[0].header("grpc-accept-encoding") == "identity,deflate,gzip"
 
 
-def test_compressed_response_unknown_encoding(serve: Serve, connect: Connect) -> None:
-    """A compressed message in an encoding the client cannot decode is ServerError INTERNAL
-    naming the encoding; the client stays usable."""
+@dataclass(frozen=True)
+class BadResponse:
+    """A response a unary call must refuse: what the server sends after its headers (a
+    body, then trailers unless the body ends the stream), and what the call raises."""
+
+    body: bytes
+    error: type[Exception]
+    match: str
+    grpc_code: str | None = None
+    encoding: str | None = None  # the response's grpc-encoding
+    trailers: bool = True
+
+
+#: Malformed, undecodable or miscounted responses; the client stays usable after each.
+BAD_RESPONSES = {
+    # A compressed message in an encoding the client cannot decode names it.
+    "unknown encoding": BadResponse(
+        grpc_message(b"\x01\x02\x03", compressed=True),
+        ServerError,
+        "snappy",
+        "INTERNAL",
+        encoding="snappy",
+    ),
+    "corrupt gzip": BadResponse(
+        grpc_message(b"not gzip at all", compressed=True), ProtocolError, "gzip", encoding="gzip"
+    ),
+    "two messages": BadResponse(
+        grpc_message(b"one") + grpc_message(b"two"), ProtocolError, "2 messages"
+    ),
+    "no message": BadResponse(b"", ProtocolError, "0 messages"),
+    # Trailers while a message is incomplete.
+    "ending inside a message": BadResponse(
+        grpc_message(b"0123456789")[:8], ServerError, "inside a message", "INTERNAL"
+    ),
+    # DATA that ends the stream without trailers: no status.
+    "missing trailers": BadResponse(
+        grpc_message(LIVE_REPLY), ServerError, "grpc-status", "INTERNAL", trailers=False
+    ),
+}
+
+
+@pytest.mark.parametrize("case", BAD_RESPONSES.values(), ids=BAD_RESPONSES.keys())
+def test_bad_response(serve: Serve, connect: Connect, case: BadResponse) -> None:
+    """Each bad response fails its call with the error the table names; the next call on
+    the client succeeds."""
 
     def respond(peer: Peer, request: Request, _n: int) -> None:
-        peer.send_headers(request.stream_id, [*GRPC_OK_HEADERS, ("grpc-encoding", "snappy")])
-        peer.send_data(request.stream_id, grpc_message(b"\x01\x02\x03", compressed=True))
-        peer.send_trailers(request.stream_id)
+        encoding = [] if case.encoding is None else [("grpc-encoding", case.encoding)]
+        peer.send_headers(request.stream_id, [*GRPC_OK_HEADERS, *encoding])
+        if case.body or not case.trailers:
+            peer.send_data(request.stream_id, case.body, end_stream=not case.trailers)
+        if case.trailers:
+            peer.send_trailers(request.stream_id)
 
     server = serve(on_first(respond))
     client = connect(server)
-    with pytest.raises(ServerError, match="snappy") as caught:
+    with pytest.raises(case.error, match=case.match) as caught:
         client.unary(b"")
-    assert caught.value.grpc_code == "INTERNAL"
+    if case.grpc_code is not None:
+        assert isinstance(caught.value, ServerError)
+        assert caught.value.grpc_code == case.grpc_code
     assert client.live() is True
-
-
-def test_corrupt_compressed_response(serve: Serve, connect: Connect) -> None:
-    """A gzip message that does not decompress is a ProtocolError."""
-
-    def respond(peer: Peer, request: Request, _n: int) -> None:
-        peer.send_headers(request.stream_id, [*GRPC_OK_HEADERS, ("grpc-encoding", "gzip")])
-        peer.send_data(request.stream_id, grpc_message(b"not gzip at all", compressed=True))
-        peer.send_trailers(request.stream_id)
-
-    server = serve(on_first(respond))
-    client = connect(server)
-    with pytest.raises(ProtocolError, match="gzip"):
-        client.unary(b"")
-    assert client.live() is True
-
-
-# ------------------------------------------------------------- 11. message count
-
-
-def test_two_messages_is_protocol_error(serve: Serve, connect: Connect) -> None:
-    """A unary call answered with two messages is a ProtocolError."""
-
-    def respond(peer: Peer, request: Request, _n: int) -> None:
-        peer.send_headers(request.stream_id, GRPC_OK_HEADERS)
-        peer.send_data(request.stream_id, grpc_message(b"one") + grpc_message(b"two"))
-        peer.send_trailers(request.stream_id)
-
-    server = serve(on_first(respond))
-    client = connect(server)
-    with pytest.raises(ProtocolError, match="2 messages"):
-        client.unary(b"")
-    assert client.live() is True
-
-
-def test_no_message_is_protocol_error(serve: Serve, connect: Connect) -> None:
-    """A unary call answered with status 0 but no message is a ProtocolError."""
-
-    def respond(peer: Peer, request: Request, _n: int) -> None:
-        peer.send_headers(request.stream_id, GRPC_OK_HEADERS)
-        peer.send_trailers(request.stream_id)
-
-    server = serve(on_first(respond))
-    client = connect(server)
-    with pytest.raises(ProtocolError, match="0 messages"):
-        client.unary(b"")
-    assert client.live() is True
-
-
-def test_stream_ending_inside_a_message(serve: Serve, connect: Connect) -> None:
-    """Trailers while a message is incomplete: ServerError INTERNAL."""
-
-    def respond(peer: Peer, request: Request, _n: int) -> None:
-        peer.send_headers(request.stream_id, GRPC_OK_HEADERS)
-        peer.send_data(request.stream_id, grpc_message(b"0123456789")[:8])
-        peer.send_trailers(request.stream_id)
-
-    server = serve(on_first(respond))
-    client = connect(server)
-    with pytest.raises(ServerError, match="inside a message") as caught:
-        client.unary(b"")
-    assert caught.value.grpc_code == "INTERNAL"
-
-
-def test_missing_trailers_is_internal(serve: Serve, connect: Connect) -> None:
-    """A gRPC response whose DATA ends the stream without trailers has no status: INTERNAL."""
-
-    def respond(peer: Peer, request: Request, _n: int) -> None:
-        peer.send_headers(request.stream_id, GRPC_OK_HEADERS)
-        peer.send_data(request.stream_id, grpc_message(LIVE_REPLY), end_stream=True)
-
-    server = serve(on_first(respond))
-    client = connect(server)
-    with pytest.raises(ServerError, match="grpc-status") as caught:
-        client.unary(b"")
-    assert caught.value.grpc_code == "INTERNAL"
 
 
 # -------------------------------------------------------------------------- 12. PING
@@ -1309,20 +1298,13 @@ def test_large_request_waits_for_the_window(serve: Serve, connect: Connect) -> N
     record = FlowRecord()
 
     def handler(peer: Peer) -> None:
-        peer.handshake()
-        request = peer.read_headers()
-        assert request is not None
+        request = peer.accept_request()
         read_window(peer, request, record)
         extra = [f for f in peer.frames_for(0.3) if f.kind == DATA]
         for got in extra:
             request.body += got.payload
             record.during_wait += len(got.payload)
-        peer.send_window_update(0, 1 << 20)
-        peer.send_window_update(request.stream_id, 1 << 20)
-        peer.read_body(request)
-        record.body = bytes(request.body)
-        peer.send_response(request.stream_id, b"ok")
-        peer.read_until_closed()
+        open_window_and_answer(peer, request)
 
     server = serve(handler)
     client = connect(server)
@@ -1331,7 +1313,7 @@ def test_large_request_waits_for_the_window(serve: Serve, connect: Connect) -> N
     assert record.before_update == DEFAULT_WINDOW
     assert record.during_wait == 0
     assert record.largest_frame <= 16_384
-    assert record.body == grpc_message(b"a" * BIG_REQUEST)
+    assert server.peers[0].requests[0].body == grpc_message(b"a" * BIG_REQUEST)
 
 
 @pytest.mark.parametrize(
@@ -1347,18 +1329,12 @@ def test_ping_while_request_blocked_by_flow_control(serve: Serve, connect: Conne
     record = FlowRecord()
 
     def handler(peer: Peer) -> None:
-        peer.handshake()
-        request = peer.read_headers()
-        assert request is not None
+        request = peer.accept_request()
         read_window(peer, request, record)
         peer.send_ping(b"blocked!")
         ack = peer.wait_for(PING, 1.0, FLAG_ACK)
         record.ping_ack = ack.payload if ack is not None else None
-        peer.send_window_update(0, 1 << 20)
-        peer.send_window_update(request.stream_id, 1 << 20)
-        peer.read_body(request)
-        peer.send_response(request.stream_id, b"ok")
-        peer.read_until_closed()
+        open_window_and_answer(peer, request)
 
     server = serve(handler)
     client = connect(server)
@@ -1382,9 +1358,7 @@ def test_early_answer_while_request_blocked(
     window: the call ends at once with that answer (it does not wait for the window)."""
 
     def handler(peer: Peer) -> None:
-        peer.handshake()
-        request = peer.read_headers()
-        assert request is not None
+        request = peer.accept_request()
         read_window(peer, request, FlowRecord())
         if answer_with == "trailers-only":
             headers = [*GRPC_OK_HEADERS, ("grpc-status", "8"), ("grpc-message", "too%20big")]

@@ -1,4 +1,4 @@
-"""Streaming calls of the native transport (:mod:`kserve_v2.transport.native_stream`) against the
+"""Streaming calls of the native transport (:mod:`kserve_v2.transport.native.stream`) against the
 scripted HTTP/2 server of ``test_native``: flow control, resets, deadlines, cancelling, a lost
 connection, a trailers-only error. Each test drives the channel's ``open_stream`` call in both
 modes: sync (a reader thread iterates while the test sends) and asyncio."""
@@ -27,6 +27,7 @@ from tests.transport.test_native import (
     ScriptedServer,
     grpc_message,
     parse_grpc_timeout,
+    scripted_servers,
 )
 
 METHOD = "/inference.GRPCInferenceService/ModelStreamInfer"
@@ -34,23 +35,12 @@ METHOD = "/inference.GRPCInferenceService/ModelStreamInfer"
 
 @pytest.fixture
 def serve() -> Iterator[Callable[[Handler], ScriptedServer]]:
-    """Starts scripted servers; fails the test on handler errors."""
-    servers: list[ScriptedServer] = []
-
-    def start(handler: Handler) -> ScriptedServer:
-        servers.append(ScriptedServer(handler))
-        return servers[-1]
-
-    yield start
-    problems = [problem for server in servers for problem in server.close()]
-    if problems:
-        pytest.fail("scripted server:\n" + "\n".join(problems), pytrace=False)
+    with scripted_servers() as start:
+        yield start
 
 
-@pytest.fixture(params=["sync", "async"])
-def mode(request: pytest.FixtureRequest) -> str:
-    value: str = request.param
-    return value
+#: Every test runs with the sync channel and with the asyncio one.
+pytestmark = pytest.mark.parametrize("mode", ["sync", "async"])
 
 
 @dataclass
@@ -154,15 +144,13 @@ def test_requests_wait_for_window_updates(serve: Callable[..., ScriptedServer], 
     requests = [os.urandom(150_000), os.urandom(10), os.urandom(200_000)]
 
     def handler(peer: Peer) -> None:
-        peer.handshake()
-        request = peer.read_headers()
-        assert request is not None
+        request = peer.accept_request()
         body = bytearray()
         unacked = 0  # the stream and the connection window both start at DEFAULT_WINDOW
         while True:
             got = peer.read_frame()
             if got.kind != DATA:
-                peer._answer_control(got)
+                peer.answer_control(got)
                 continue
             body += got.payload
             unacked += len(got.payload)
@@ -190,9 +178,7 @@ def test_requests_wait_for_window_updates(serve: Callable[..., ScriptedServer], 
 
 def test_server_reset_mid_stream(serve: Callable[..., ScriptedServer], mode: str) -> None:
     def handler(peer: Peer) -> None:
-        peer.handshake()
-        request = peer.read_headers()
-        assert request is not None
+        request = peer.accept_request()
         peer.send_headers(request.stream_id, GRPC_OK_HEADERS)
         peer.send_data(request.stream_id, grpc_message(b"one"))
         peer.send_rst_stream(request.stream_id, ErrorCode.INTERNAL_ERROR)
@@ -211,9 +197,7 @@ def test_deadline_resets_the_stream(serve: Callable[..., ScriptedServer], mode: 
     seen: dict[str, object] = {}
 
     def handler(peer: Peer) -> None:
-        peer.handshake()
-        request = peer.read_headers()
-        assert request is not None
+        request = peer.accept_request()
         seen["timeout"] = parse_grpc_timeout(request.header("grpc-timeout") or "")
         peer.send_headers(request.stream_id, GRPC_OK_HEADERS)
         reset = peer.wait_for(RST_STREAM, GUARD)
@@ -236,9 +220,7 @@ def test_cancel_resets_the_stream_and_ends_quietly(
     seen: dict[str, object] = {}
 
     def handler(peer: Peer) -> None:
-        peer.handshake()
-        request = peer.read_headers()
-        assert request is not None
+        request = peer.accept_request()
         peer.send_headers(request.stream_id, GRPC_OK_HEADERS)
         for n in range(3):
             peer.send_data(request.stream_id, grpc_message(b"m%d" % n))
@@ -257,9 +239,7 @@ def test_cancel_resets_the_stream_and_ends_quietly(
 
 def test_connection_lost_mid_stream(serve: Callable[..., ScriptedServer], mode: str) -> None:
     def handler(peer: Peer) -> None:
-        peer.handshake()
-        request = peer.read_headers()
-        assert request is not None
+        request = peer.accept_request()
         peer.send_headers(request.stream_id, GRPC_OK_HEADERS)
         peer.send_data(request.stream_id, grpc_message(b"one"))
         peer.close_gracefully()
@@ -272,9 +252,7 @@ def test_connection_lost_mid_stream(serve: Callable[..., ScriptedServer], mode: 
 
 def test_trailers_only_error(serve: Callable[..., ScriptedServer], mode: str) -> None:
     def handler(peer: Peer) -> None:
-        peer.handshake()
-        request = peer.read_headers()
-        assert request is not None
+        request = peer.accept_request()
         peer.send_headers(
             request.stream_id,
             [*GRPC_OK_HEADERS, ("grpc-status", "3"), ("grpc-message", "bad%20request")],

@@ -1,8 +1,10 @@
-"""Bidirectional-streaming calls on the native transport (:mod:`kserve_v2.transport.native`).
+"""Bidirectional-streaming calls on the native transport.
 
 They implement :class:`~kserve_v2.interfaces.SyncStreamCall` and
 :class:`~kserve_v2.interfaces.AsyncStreamCall`, which :mod:`kserve_v2.grpc.stream` runs
-``ModelStreamInfer`` on; channels make them with ``open_stream``.
+``ModelStreamInfer`` on; the channels of :mod:`kserve_v2.transport.native.channel` make them
+with ``open_stream``, handing over the channel's :class:`ChannelSettings` (and, for asyncio,
+how to get the shared connection).
 
 * :class:`NativeStreamCall` (sync) owns a connection of its own, opened on first use (sending
   or iterating) and closed when the call ends. The thread that iterates the call is its only
@@ -25,14 +27,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import select
-import socket
-import ssl
 import threading
 import time
 from collections import deque
-from collections.abc import Iterator
-from typing import TYPE_CHECKING, Final
+from collections.abc import Awaitable, Callable, Iterator
+from typing import Final
 
+from kserve_v2.datatypes import BytesLike
 from kserve_v2.errors import (
     DeadlineExceededError,
     KServeError,
@@ -40,31 +41,24 @@ from kserve_v2.errors import (
     ServerError,
     TransportError,
 )
-from kserve_v2.grpc.config import Metadata, check_compression
 from kserve_v2.grpc.framing import CallResponse, status_error
-from kserve_v2.h2.connection import (
-    DataReceived,
-    Event,
-    HeadersReceived,
-    StreamReset,
-    WindowUpdated,
-)
+from kserve_v2.h2.connection import Event, StreamReset, WindowUpdated
 from kserve_v2.h2.frames import ErrorCode
-from kserve_v2.interfaces import StreamMessage
-from kserve_v2.transport.native import _Retry, frame_message
+from kserve_v2.interfaces import CLOSED_FOR_SENDING, StreamMessage
+from kserve_v2.transport.native.connection import (
+    AsyncConnection,
+    CallNotStarted,
+    ChannelSettings,
+    ConnectionClosed,
+    SyncConnection,
+    feed_response,
+    queue_data,
+    reset_error,
+)
 from kserve_v2.transport.sockets import deadline_after
-
-if TYPE_CHECKING:
-    from kserve_v2.transport.native import (
-        AsyncNativeGRPCChannel,
-        NativeGRPCChannel,
-        _AsyncConnection,
-        _SyncConnection,
-    )
 
 __all__ = ["AsyncNativeStreamCall", "NativeStreamCall"]
 
-_CLOSED: Final = "the stream is closed; open a new one with client.stream()"
 # How long cancel() tries to take the lock to send RST_STREAM before it just shuts the
 # socket down (a sender may be stuck in the kernel, waiting for the server to read).
 _CANCEL_LOCK_WAIT: Final = 0.2
@@ -76,7 +70,9 @@ _GOODBYE_WAIT: Final = 0.5
 # Python backend: about 2,500 responses/s without polling, 5,000 with it, at the same client
 # CPU per response; an idle stream pays this once per wait.
 _POLL_BEFORE_SLEEP: Final = 100e-6
-_WOULD_BLOCK = (BlockingIOError, InterruptedError, ssl.SSLWantReadError, ssl.SSLWantWriteError)
+
+#: How an asyncio stream call gets its connection: the channel's shared one, for a deadline.
+Connector = Callable[[float | None], Awaitable[AsyncConnection]]
 
 
 def _status_name(exc: BaseException) -> str:
@@ -92,30 +88,74 @@ def _status_name(exc: BaseException) -> str:
     return "UNKNOWN"
 
 
-def _reset_error(code: int, url: str) -> tuple[str, KServeError]:
-    """Status name and error of a stream the server reset (gRPC's mapping of the codes)."""
-    name = ErrorCode.name_of(code)
-    if code == ErrorCode.CANCEL:
-        status = "CANCELLED"
-    elif code == ErrorCode.REFUSED_STREAM:
-        status = "UNAVAILABLE"
-    else:
-        status = "INTERNAL"
-    return status, TransportError(f"gRPC {status}: the server reset the stream ({name})", url=url)
+class _StreamCall:
+    """What the sync and async stream calls share: the request head, the response being
+    read, and how the call ended (``status``, the error to raise)."""
 
+    def __init__(
+        self,
+        settings: ChannelSettings,
+        head: tuple[bytes, str | None],
+        deadline: float | None,
+        on_message: Callable[[StreamMessage], None] | None,
+    ) -> None:
+        self._settings = settings
+        self._url = settings.url
+        self._block, self._compression = head
+        self._deadline = deadline
+        self._messages: deque[StreamMessage] = deque()
+        self._response = CallResponse(settings.receive_limit, on_message or self._messages.append)
+        self._half_closed = False  # done_sending() / done_writing() was called
+        self._cancelled = False
+        self._finished = False
+        self._error: KServeError | None = None
+        self.status: str | None = None
 
-def _shutdown(sock: socket.socket) -> None:
-    """Shut the socket down for both directions without closing it (the file descriptor
-    stays valid for a thread still selecting on it). Bypasses SSLSocket.shutdown, which
-    would drop the TLS object another thread may be using."""
-    with contextlib.suppress(OSError):
-        socket.socket.shutdown(sock, socket.SHUT_RDWR)
+    def _frame(self, data: BytesLike) -> list[BytesLike]:
+        return self._settings.frame(data, self._compression)
+
+    def _record(self, status: str, error: KServeError | None) -> bool:
+        """Record how the call ended (a cancelled call ends quietly); False if it had."""
+        if self._finished:
+            return False
+        self._finished = True
+        if self._cancelled:
+            status, error = "CANCELLED", None
+        self.status = status
+        self._error = error
+        return True
+
+    def _finish(self, status: str, error: KServeError | None) -> None:
+        raise NotImplementedError
+
+    def _fail(self, exc: KServeError) -> None:
+        self._finish(_status_name(exc), exc)
+
+    def _finish_with_status(self) -> None:
+        """The server ended the stream: its gRPC status ends the call."""
+        code, message = self._response.status()
+        self._finish(code, None if code == "OK" else status_error(code, message, self._url))
+
+    def _expired(self) -> None:
+        self._finish("DEADLINE_EXCEEDED", self._settings.deadline_error())
+
+    def _check_sendable(self, over: bool) -> None:
+        """Raise unless a message may be sent: the call's error, or "closed"."""
+        if over or self._finished:
+            if self._error is not None and not self._cancelled:
+                raise self._error
+            raise TransportError(CLOSED_FOR_SENDING, url=self._url)
+        if self._half_closed:
+            raise TransportError(CLOSED_FOR_SENDING, url=self._url)
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self._url} {self.status or 'running'}>"
 
 
 # ---------------------------------------------------------------------------------- sync
 
 
-class NativeStreamCall:
+class NativeStreamCall(_StreamCall):
     """A bidirectional-streaming call on a connection of its own (made by
     ``NativeGRPCChannel.open_stream``); see :class:`~kserve_v2.interfaces.SyncStreamCall`.
 
@@ -129,45 +169,21 @@ class NativeStreamCall:
     """
 
     def __init__(
-        self,
-        channel: NativeGRPCChannel,
-        method: str,
-        *,
-        timeout: float | None = None,
-        metadata: Metadata = (),
-        compression: str | None = None,
+        self, settings: ChannelSettings, head: tuple[bytes, str | None], timeout: float | None
     ) -> None:
-        compression = check_compression(compression) or channel.config.compression
-        self._channel = channel
-        self._url = channel.config.url
-        self._deadline = deadline_after(timeout, time.monotonic())
-        self._block = channel._headers.block(
-            method, timeout=timeout, encoding=compression, metadata=metadata
-        )
-        self._compression = compression
-        self._send_limit = channel._send_limit
-        self._messages: deque[StreamMessage] = deque()
-        self._response = CallResponse(channel._receive_limit, self._messages.append)
+        super().__init__(settings, head, deadline_after(timeout, time.monotonic()), None)
         # _lock guards the state below and every use of the socket; _changed (same lock)
         # announces window updates, the connection being ready, and the end.
         self._lock = threading.Lock()
         self._changed = threading.Condition(self._lock)
         self._send_lock = threading.Lock()  # one message at a time, its frames together
-        self._conn: _SyncConnection | None = None
+        self._conn: SyncConnection | None = None
         self._stream_id = 0
         self._connecting = False
         self._sending = False  # a send() is between its first and last frame
-        self._half_closed = False  # done_sending() was called
         self._end_sent = False
         self._iterating = False
         self._reader = 0  # the iterating thread's id
-        self._cancelled = False
-        self._finished = False
-        self._error: KServeError | None = None
-        # The socket is non-blocking while the reader polls it; senders give it their
-        # deadline as timeout. Switching costs a system call, so only when needed.
-        self._nonblocking = False
-        self.status: str | None = None
 
     # -- opening -----------------------------------------------------------------------------
 
@@ -179,10 +195,11 @@ class NativeStreamCall:
             if self._conn is not None or self._finished:
                 return
             self._connecting = True
-        conn: _SyncConnection | None = None
+        conn: SyncConnection | None = None
         error: KServeError | None = None
         try:
-            conn = self._channel._connect(self._deadline)  # outside the lock: cancel() may come
+            # Outside the lock: cancel() may come meanwhile.
+            conn = SyncConnection.open(self._settings, self._deadline)
         except KServeError as exc:
             error = exc
         finally:
@@ -190,11 +207,11 @@ class NativeStreamCall:
                 self._connecting = False
                 self._changed.notify_all()
                 if error is not None:
-                    self._finish(_status_name(error), error)
+                    self._fail(error)
                 elif conn is not None:
                     self._start(conn)
 
-    def _start(self, conn: _SyncConnection) -> None:
+    def _start(self, conn: SyncConnection) -> None:
         if self._finished:  # cancelled while connecting
             conn.close()
             return
@@ -204,67 +221,49 @@ class NativeStreamCall:
             self._end_sent = self._half_closed
             self._flush()
         except KServeError as exc:
-            self._finish(_status_name(exc), exc)
+            self._fail(exc)
 
     # -- sending -----------------------------------------------------------------------------
-
-    def _check_sendable(self) -> None:
-        if self._finished:
-            if self._error is not None and not self._cancelled:
-                raise self._error
-            raise TransportError(_CLOSED, url=self._url)
-        if self._half_closed:
-            raise TransportError(_CLOSED, url=self._url)
 
     def _flush(self) -> None:
         """Write what HTTP/2 queued, with the stream's deadline (lock held)."""
         conn = self._conn
         assert conn is not None
-        self._nonblocking = False
         try:
             conn.flush(self._deadline)
         except KServeError as exc:
-            self._finish(_status_name(exc), exc)
+            self._fail(exc)
             raise
         except OSError as exc:
-            error = TransportError(
-                f"gRPC UNAVAILABLE: connection to {self._channel.config.target} lost: {exc}",
-                url=self._url,
-            )
+            error = self._settings.lost_error(exc)
             self._finish("UNAVAILABLE", error)
             raise error from exc
 
     def send(self, data: bytes | bytearray | memoryview) -> None:
         """Send one request message; waits while the server's flow-control window is full."""
-        parts = frame_message(data, self._compression, self._send_limit)
+        parts = self._frame(data)
         self._ensure_open()
         with self._send_lock, self._lock:
-            self._check_sendable()
+            self._check_sendable(False)
             conn = self._conn
             assert conn is not None
             h2 = conn.h2
             stream_id = self._stream_id
             self._sending = True
             try:
-                for part in parts:
-                    view = part
-                    while True:
-                        sent = h2.send_data(stream_id, view)
-                        if sent == len(view):
-                            break
-                        view = memoryview(view).cast("B")[sent:]
-                        self._flush()
-                        # The reader notifies on WINDOW_UPDATE (and at the end).
-                        while not self._finished and not h2.send_window(stream_id):
-                            left = None
-                            if self._deadline is not None:
-                                left = self._deadline - time.monotonic()
-                                if left <= 0:
-                                    self._expire_locked()
-                                    break
-                            self._changed.wait(left)
-                        if self._finished:
-                            self._check_sendable()
+                while queue_data(h2, stream_id, parts, False):
+                    self._flush()
+                    # The reader notifies on WINDOW_UPDATE (and at the end).
+                    while not self._finished and not h2.send_window(stream_id):
+                        left = None
+                        if self._deadline is not None:
+                            left = self._deadline - time.monotonic()
+                            if left <= 0:
+                                self._expire_locked()
+                                break
+                        self._changed.wait(left)
+                    if self._finished:
+                        self._check_sendable(True)
                 self._flush()
             finally:
                 self._sending = False
@@ -344,26 +343,16 @@ class NativeStreamCall:
         except (OSError, ValueError):  # shut down by cancel(): the next round sees it finished
             return
 
-    def _receive(self, conn: _SyncConnection) -> bool:
+    def _receive(self, conn: SyncConnection) -> bool:
         """One non-blocking read and its events (lock held); False if nothing was there."""
-        sock = conn.sock
-        if not self._nonblocking:
-            sock.settimeout(0.0)
-            self._nonblocking = True
         try:
-            n = sock.recv_into(conn._buffer)
-        except _WOULD_BLOCK:
-            return False
-        except OSError as exc:
-            self._finish(
-                "UNAVAILABLE",
-                TransportError(
-                    f"gRPC UNAVAILABLE: connection to {self._channel.config.target} lost: {exc}",
-                    url=self._url,
-                ),
-            )
-            return True
-        if not n:
+            events = conn.poll_events()
+            if events is None:
+                return False
+            self._dispatch(events)
+            if not self._finished and conn.h2.has_data_to_send:
+                self._flush()  # WINDOW_UPDATE, PING and SETTINGS acknowledgements
+        except ConnectionClosed:
             self._finish(
                 "UNAVAILABLE",
                 TransportError(
@@ -371,40 +360,32 @@ class NativeStreamCall:
                     url=self._url,
                 ),
             )
-            return True
-        try:
-            self._dispatch(conn.h2.receive(conn._view[:n]))
-            if not self._finished and conn.h2.has_data_to_send:
-                self._flush()  # WINDOW_UPDATE, PING and SETTINGS acknowledgements
+        except OSError as exc:
+            self._finish("UNAVAILABLE", self._settings.lost_error(exc))
         except KServeError as exc:
             if not self._finished:
                 self._reset(ErrorCode.PROTOCOL_ERROR)
-                self._finish(_status_name(exc), exc)
+                self._fail(exc)
         return True
 
     def _dispatch(self, events: list[Event]) -> None:
         stream_id = self._stream_id
         response = self._response
-        for event in events:
-            kind = type(event)
-            if kind is DataReceived:
-                if event.stream_id == stream_id:  # type: ignore[attr-defined]
-                    response.data(event.data, event.end_stream)  # type: ignore[attr-defined]
-            elif kind is HeadersReceived:
-                if event.stream_id == stream_id:  # type: ignore[attr-defined]
-                    response.headers(event.headers, event.end_stream)  # type: ignore[attr-defined]
-            elif kind is WindowUpdated:
+        others = feed_response(events, stream_id, response)
+        for event in others or ():
+            if isinstance(event, WindowUpdated):
                 self._changed.notify_all()
-            elif kind is StreamReset:
-                assert isinstance(event, StreamReset)
+            elif (
+                isinstance(event, StreamReset)
+                and event.stream_id == stream_id
+                and not response.done
+            ):
                 # After the trailers a reset is only the server's clean-up (NO_ERROR).
-                if event.stream_id == stream_id and not response.done:
-                    self._finish(*_reset_error(event.error_code, self._url))
-                    return
+                self._finish(*reset_error(event.error_code, self._url))
+                return
             # GoAwayReceived: this stream goes on unless it was refused (a StreamReset).
         if response.done:
-            code, message = response.status()
-            self._finish(code, None if code == "OK" else status_error(code, message, self._url))
+            self._finish_with_status()
 
     # -- ending ------------------------------------------------------------------------------
 
@@ -414,34 +395,25 @@ class NativeStreamCall:
         if conn is None or self._finished:
             return
         conn.h2.reset_stream(self._stream_id, code)
-        self._nonblocking = False
         with contextlib.suppress(KServeError, OSError):
             conn.flush(time.monotonic() + _GOODBYE_WAIT)
 
     def _expire_locked(self) -> None:
         if not self._finished:
             self._reset(ErrorCode.CANCEL)
-            self._finish(
-                "DEADLINE_EXCEEDED",
-                DeadlineExceededError("gRPC deadline exceeded (client side)", url=self._url),
-            )
+            self._expired()
 
     def _finish(self, status: str, error: KServeError | None) -> None:
         """The call is over (lock held): record why, wake everyone, drop the connection."""
-        if self._finished:
+        if not self._record(status, error):
             return
-        self._finished = True
-        if self._cancelled:
-            status, error = "CANCELLED", None
-        self.status = status
-        self._error = error
         self._changed.notify_all()
         conn = self._conn
         if conn is not None:
             # Shutting down wakes a reader in select() and a sender stuck in the kernel.
             # Closing could pull the descriptor from under the reader's select(): only the
             # reader itself (or anyone while nobody iterates) closes.
-            _shutdown(conn.sock)
+            conn.shutdown()
             if not self._iterating or threading.get_ident() == self._reader:
                 conn.close()
 
@@ -452,7 +424,7 @@ class NativeStreamCall:
             # A sender is stuck in the kernel: shutting the socket down frees it.
             conn = self._conn
             if conn is not None:
-                _shutdown(conn.sock)
+                conn.shutdown()
             self._lock.acquire()
         try:
             self._reset(ErrorCode.CANCEL)
@@ -460,19 +432,17 @@ class NativeStreamCall:
         finally:
             self._lock.release()
 
-    def __repr__(self) -> str:
-        return f"<NativeStreamCall {self._url} {self.status or 'running'}>"
-
 
 # --------------------------------------------------------------------------------- async
 
 
-class AsyncNativeStreamCall:
+class AsyncNativeStreamCall(_StreamCall):
     """A bidirectional-streaming call on the shared connection of an
     :class:`~kserve_v2.transport.native.AsyncNativeGRPCChannel` (made by its ``open_stream``,
     inside the running loop); see :class:`~kserve_v2.interfaces.AsyncStreamCall`.
 
-    The stream opens on the first :meth:`read` or :meth:`write`.
+    The stream opens on the first :meth:`read` or :meth:`write`; ``connection`` gives the
+    connection to open it on.
 
     Example::
 
@@ -485,39 +455,23 @@ class AsyncNativeStreamCall:
 
     def __init__(
         self,
-        channel: AsyncNativeGRPCChannel,
-        method: str,
-        *,
-        timeout: float | None = None,
-        metadata: Metadata = (),
-        compression: str | None = None,
+        settings: ChannelSettings,
+        connection: Connector,
+        head: tuple[bytes, str | None],
+        timeout: float | None,
     ) -> None:
-        compression = check_compression(compression) or channel.config.compression
-        self._channel = channel
-        self._url = channel.config.url
         self._loop = loop = asyncio.get_running_loop()
-        self._deadline = deadline_after(timeout, loop.time())
-        self._block = channel._headers.block(
-            method, timeout=timeout, encoding=compression, metadata=metadata
-        )
-        self._compression = compression
-        self._send_limit = channel._send_limit
-        self._messages: deque[StreamMessage] = deque()
-        self._response = CallResponse(channel._receive_limit, self._on_message)
+        super().__init__(settings, head, deadline_after(timeout, loop.time()), self._on_message)
+        self._connection = connection
         # The connection resolves this future when the stream ends (like a unary call's).
         self._end: asyncio.Future[None] = loop.create_future()
         self._end.add_done_callback(self._ended)
         self._waiter: asyncio.Future[None] | None = None  # the reader waiting for messages
-        self._conn: _AsyncConnection | None = None
+        self._conn: AsyncConnection | None = None
         self._opening: asyncio.Future[None] | None = None
         self._stream_id = 0
         self._write_lock = asyncio.Lock()
-        self._half_closed = False
-        self._cancelled = False
-        self._finished = False
-        self._error: KServeError | None = None
         self._timer = None if self._deadline is None else loop.call_at(self._deadline, self._expire)
-        self.status: str | None = None
 
     # -- the connection's side
 
@@ -535,54 +489,37 @@ class AsyncNativeStreamCall:
             return
         exc = future.exception()
         if exc is None:
-            code, message = self._response.status()
-            self._finish(code, None if code == "OK" else status_error(code, message, self._url))
-        elif isinstance(exc, _Retry):
-            self._finish(
-                "UNAVAILABLE",
-                TransportError(
-                    "gRPC UNAVAILABLE: the server closed the connection before the stream started",
-                    url=self._url,
-                ),
-            )
+            self._finish_with_status()
+        elif isinstance(exc, CallNotStarted):
+            self._finish("UNAVAILABLE", self._settings.not_started_error("stream"))
         elif isinstance(exc, KServeError):
-            self._finish(_status_name(exc), exc)
+            self._fail(exc)
         else:
             error = TransportError(f"gRPC stream failed: {exc!r}", url=self._url)
             error.__cause__ = exc
             self._finish("UNKNOWN", error)
 
     def _finish(self, status: str, error: KServeError | None) -> None:
-        if self._finished:
+        if not self._record(status, error):
             return
-        self._finished = True
-        if self._cancelled:
-            status, error = "CANCELLED", None
-        self.status = status
-        self._error = error
         if self._timer is not None:
             self._timer.cancel()
         waiter = self._waiter
         if waiter is not None and not waiter.done():
             waiter.set_result(None)
         if self._conn is not None:
-            self._conn._window.set()  # a writer waiting for flow control re-checks
+            self._conn.wake()  # a writer waiting for flow control re-checks
 
     def _drop(self, code: int) -> None:
         """Reset the stream if the connection still has it."""
-        conn = self._conn
-        if conn is not None and conn._calls.pop(self._stream_id, None) is not None:
-            conn.h2.reset_stream(self._stream_id, code)
-            conn.flush()
+        if self._conn is not None:
+            self._conn.drop(self._stream_id, code)
 
     def _expire(self) -> None:
         self._timer = None
         if not self._finished:
             self._drop(ErrorCode.CANCEL)
-            self._finish(
-                "DEADLINE_EXCEEDED",
-                DeadlineExceededError("gRPC deadline exceeded (client side)", url=self._url),
-            )
+            self._expired()
 
     # -- opening
 
@@ -592,9 +529,9 @@ class AsyncNativeStreamCall:
             return
         self._opening = opening = self._loop.create_future()
         try:
-            conn = await self._channel._connection(self._deadline)
+            conn = await self._connection(self._deadline)
         except KServeError as exc:
-            self._finish(_status_name(exc), exc)
+            self._fail(exc)
             return
         except BaseException:  # the opening task was cancelled: nobody may wait forever
             self._finish(
@@ -605,14 +542,15 @@ class AsyncNativeStreamCall:
             opening.set_result(None)
         if self._finished:  # cancelled or expired while connecting
             return
-        # No await since _connection() said the connection may open a stream.
+        # No await since the connector said the connection may open a stream.
         self._conn = conn
         try:
-            self._stream_id = conn.h2.open_stream(self._block, end_stream=self._half_closed)
+            self._stream_id = conn.open_call(
+                self._block, self._response, self._end, end_stream=self._half_closed
+            )
         except KServeError as exc:
-            self._finish(_status_name(exc), exc)
+            self._fail(exc)
             return
-        conn._calls[self._stream_id] = (self._response, self._end)
         conn.flush()
 
     # -- the caller's side
@@ -632,41 +570,26 @@ class AsyncNativeStreamCall:
             self._waiter = waiter = self._loop.create_future()
             await waiter
 
-    def _check_writable(self) -> None:
-        if self._finished or self._end.done():
-            if self._error is not None and not self._cancelled:
-                raise self._error
-            raise TransportError(_CLOSED, url=self._url)
-        if self._half_closed:
-            raise TransportError(_CLOSED, url=self._url)
+    def _over(self) -> bool:
+        return self._finished or self._end.done()
 
     async def write(self, data: bytes | bytearray | memoryview) -> None:
         """Send one request message; waits while the server's flow-control window is full."""
-        parts = frame_message(data, self._compression, self._send_limit)
+        parts = self._frame(data)
         if self._conn is None and not self._finished:
             await self._open()
         async with self._write_lock:
-            self._check_writable()
+            self._check_sendable(self._end.done())
             conn = self._conn
             assert conn is not None
-            h2 = conn.h2
             stream_id = self._stream_id
             try:
-                for part in parts:
-                    view = part
-                    while True:
-                        sent = h2.send_data(stream_id, view)
-                        if sent == len(view):
-                            break
-                        view = memoryview(view).cast("B")[sent:]
-                        conn.flush()
-                        while not h2.send_window(stream_id):
-                            if conn.lost is not None:
-                                raise conn.lost
-                            self._check_writable()
-                            conn._window.clear()
-                            await conn._window.wait()
-                        self._check_writable()
+                if queue_data(conn.h2, stream_id, parts, False) and not await conn.send_rest(
+                    stream_id, parts, False, self._over
+                ):
+                    if conn.lost is not None:
+                        raise conn.lost
+                    self._check_sendable(True)
             except asyncio.CancelledError:
                 # Part of the message went out: the stream cannot carry another one.
                 self._drop(ErrorCode.CANCEL)
@@ -680,7 +603,7 @@ class AsyncNativeStreamCall:
     async def done_writing(self) -> None:
         """Half-close (after a write in progress). A no-op once the call is over."""
         async with self._write_lock:
-            if self._half_closed or self._finished or self._end.done():
+            if self._half_closed or self._over():
                 return
             self._half_closed = True
             conn = self._conn
@@ -696,6 +619,3 @@ class AsyncNativeStreamCall:
         self._cancelled = True
         self._drop(ErrorCode.CANCEL)
         self._finish("CANCELLED", None)
-
-    def __repr__(self) -> str:
-        return f"<AsyncNativeStreamCall {self._url} {self.status or 'running'}>"

@@ -1,0 +1,814 @@
+"""The native transport's connections, and what its unary and streaming calls share.
+
+* :class:`ChannelSettings`: what a channel's calls need of it, fixed when the channel is
+  made (where and how to connect, the header encoder, message size limits) and the errors
+  that name the channel. Channels hand it to their stream calls, which need nothing else of
+  the channel.
+* :func:`frame_message` and :func:`queue_data`: a request message as gRPC-framed buffers,
+  and those buffers queued as DATA as far as the flow-control windows allow.
+* :class:`SyncConnection`: a socket and its HTTP/2 state, used by one call at a time on the
+  calling thread (no reader thread); :class:`AsyncConnection`: an ``asyncio.Protocol`` that
+  multiplexes the concurrent calls of one event loop.
+* :class:`CallNotStarted`: the signal that a call never reached the server and may be
+  retried on a new connection.
+
+Nothing here knows the channels: a channel pools these connections, a stream call owns (sync)
+or shares (async) one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import select
+import socket
+import ssl
+import time
+from collections.abc import Callable
+from typing import Final
+
+from kserve_v2.datatypes import BytesLike
+from kserve_v2.errors import (
+    DeadlineExceededError,
+    InvalidInputError,
+    KServeError,
+    ProtocolError,
+    TransportError,
+)
+from kserve_v2.grpc.config import ChannelConfig, Metadata, check_compression
+from kserve_v2.grpc.framing import (
+    CallResponse,
+    RequestHeaders,
+    compress_message,
+    message_prefix,
+    status_error,
+)
+from kserve_v2.h2.connection import (
+    DataReceived,
+    Event,
+    GoAwayReceived,
+    H2Connection,
+    HeadersReceived,
+    StreamReset,
+)
+from kserve_v2.h2.frames import ErrorCode
+from kserve_v2.transport.sockets import CONNECTION_LOST, HAS_SENDMSG, IOV_MAX, sendmsg_rest
+
+__all__ = [
+    "AsyncConnection",
+    "CallNotStarted",
+    "ChannelSettings",
+    "ConnectionClosed",
+    "SyncConnection",
+    "feed_response",
+    "frame_message",
+    "native_ssl_context",
+    "queue_data",
+    "reset_error",
+]
+
+_RECV_SIZE: Final = 256 * 1024
+# Requests up to this size are joined with their 5-byte prefix into one DATA frame.
+_JOIN_LIMIT: Final = 64 * 1024
+# What a non-blocking read raises when nothing is there (TLS: no whole record yet).
+_WOULD_BLOCK = (BlockingIOError, InterruptedError, ssl.SSLWantReadError, ssl.SSLWantWriteError)
+# How long a connection that hit a protocol error tries to get its GOAWAY out, and then keeps
+# reading so that closing does not reset the connection under it.
+_GOODBYE_SEND: Final = 1.0
+_GOODBYE_DRAIN: Final = 0.2
+
+
+class CallNotStarted(Exception):
+    """The call never reached the server (a pooled connection the server had closed, or a
+    stream it refused): the channel retries it once on a new connection."""
+
+
+class ConnectionClosed(ConnectionResetError):
+    """The server closed the connection (end of file)."""
+
+
+def native_ssl_context(config: ChannelConfig) -> ssl.SSLContext:
+    """The TLS context of a ``grpcs://`` channel: verification on, ALPN ``h2``."""
+    try:
+        ctx = ssl.create_default_context(cafile=config.ca_file)
+        if config.cert_file is not None:
+            ctx.load_cert_chain(config.cert_file, config.key_file)
+    except (OSError, ssl.SSLError) as exc:
+        raise InvalidInputError(f"cannot set up TLS: {exc}") from exc
+    ctx.set_alpn_protocols(["h2"])
+    return ctx
+
+
+def _option(config: ChannelConfig, name: str) -> int | None:
+    """A non-negative integer channel option (grpcio's -1, "unlimited", is None)."""
+    for key, value in config.options:
+        if key == name and isinstance(value, int) and value >= 0:
+            return value
+    return None
+
+
+def _nbytes(part: BytesLike) -> int:
+    # len() of a memoryview counts items of its first dimension, not bytes.
+    return len(part) if type(part) is bytes else memoryview(part).nbytes
+
+
+def frame_message(
+    message: BytesLike | tuple[BytesLike, ...], compression: str | None, limit: int | None
+) -> list[BytesLike]:
+    """A request message as the buffers of its gRPC framing: the 5-byte prefix, then the
+    message. ``message`` may be the buffers whose concatenation it is (the infer codec's
+    output): large ones are sent from where they are (no copy of a tensor), small ones are
+    joined so that a small message is one DATA frame."""
+    parts = message if isinstance(message, tuple) else (message,)
+    if compression is not None:
+        parts = (compress_message(b"".join(parts), compression),)
+    size = sum(_nbytes(part) for part in parts)
+    if limit is not None and size > limit:
+        raise InvalidInputError(
+            f"request message of {size} bytes is over the {limit}-byte send limit"
+        )
+    prefix = message_prefix(size, compression is not None)
+    if size <= _JOIN_LIMIT:
+        return [b"".join((prefix, *parts))]
+    out: list[BytesLike] = []
+    small: list[BytesLike] = [prefix]
+    for part in parts:
+        if _nbytes(part) <= _JOIN_LIMIT:
+            small.append(part)
+            continue
+        if small:
+            out.append(b"".join(small))
+            small = []
+        out.append(part)
+    if small:
+        out.append(b"".join(small))
+    return out
+
+
+def queue_data(h2: H2Connection, stream_id: int, parts: list[BytesLike], end_stream: bool) -> bool:
+    """Queue ``parts`` (taken from the front of the list) as DATA on ``stream_id`` until the
+    flow-control window runs out. Returns whether some are left: the caller sends what is
+    queued, waits for the window to open, and calls again. ``end_stream`` ends the stream with
+    the last part."""
+    while parts:
+        part = parts[0]
+        sent = h2.send_data(stream_id, part, end_stream=end_stream and len(parts) == 1)
+        if sent == _nbytes(part):
+            del parts[0]
+            continue
+        parts[0] = memoryview(part).cast("B")[sent:]
+        return True
+    return False
+
+
+def reset_error(code: int, url: str | None) -> tuple[str, TransportError]:
+    """The gRPC status name and the error of a call whose stream the server reset (gRPC's
+    mapping of HTTP/2 error codes)."""
+    if code == ErrorCode.CANCEL:
+        status = "CANCELLED"
+    elif code == ErrorCode.REFUSED_STREAM:
+        status = "UNAVAILABLE"
+    else:
+        status = "INTERNAL"
+    return status, TransportError(
+        f"gRPC {status}: the server reset the stream ({ErrorCode.name_of(code)})", url=url
+    )
+
+
+class ChannelSettings:
+    """What the calls of one channel need of it: the server's address, TLS, the request
+    header encoder, message size limits, and the errors that name the channel.
+
+    Example::
+
+        settings = ChannelSettings(channel_config(parse_url("grpc://localhost:8001")), 10.0)
+        block, parts = settings.unary_request(method, request, 5.0, (), None)
+        conn = SyncConnection.open(settings, deadline)
+        response = conn.unary(block, parts, deadline, settings.receive_limit)
+    """
+
+    __slots__ = (
+        "config",
+        "connect_timeout",
+        "headers",
+        "host",
+        "port",
+        "receive_limit",
+        "send_limit",
+        "server_hostname",
+        "ssl",
+        "target",
+        "url",
+    )
+
+    def __init__(self, config: ChannelConfig, connect_timeout: float | None) -> None:
+        host, _, port = config.target.rpartition(":")
+        if not host or not port.isdigit():
+            raise InvalidInputError(f"gRPC target {config.target!r} has no host:port")
+        self.config = config
+        self.target = config.target
+        self.url = config.url
+        self.host = host.strip("[]")
+        self.port = int(port)
+        self.connect_timeout = connect_timeout
+        self.ssl = native_ssl_context(config) if config.secure else None
+        self.server_hostname = config.server_hostname or self.host
+        self.headers = RequestHeaders(
+            scheme="https" if config.secure else "http", authority=config.target
+        )
+        self.send_limit = _option(config, "grpc.max_send_message_length")
+        self.receive_limit = _option(config, "grpc.max_receive_message_length")
+
+    # -- a call's request side
+
+    def request_head(
+        self, method: str, timeout: float | None, metadata: Metadata, compression: str | None
+    ) -> tuple[bytes, str | None]:
+        """The header block of a call and the compression of its messages (the argument,
+        else the channel's)."""
+        compression = check_compression(compression) or self.config.compression
+        block = self.headers.block(method, timeout=timeout, encoding=compression, metadata=metadata)
+        return block, compression
+
+    def frame(
+        self, message: BytesLike | tuple[BytesLike, ...], compression: str | None
+    ) -> list[BytesLike]:
+        """``message`` framed (and compressed) for sending; see :func:`frame_message`."""
+        return frame_message(message, compression, self.send_limit)
+
+    def unary_request(
+        self,
+        method: str,
+        request: BytesLike | tuple[BytesLike, ...],
+        timeout: float | None,
+        metadata: Metadata,
+        compression: str | None,
+    ) -> tuple[bytes, list[BytesLike]]:
+        """A unary call's header block and framed request (:meth:`request_head` and
+        :meth:`frame` in one, for the per-call path)."""
+        compression = check_compression(compression) or self.config.compression
+        block = self.headers.block(method, timeout=timeout, encoding=compression, metadata=metadata)
+        return block, frame_message(request, compression, self.send_limit)
+
+    def unary_result(
+        self, response: CallResponse, want_metadata: bool
+    ) -> tuple[bytes | bytearray, Metadata]:
+        """A finished unary call's one message and (if asked) metadata; its error if not OK."""
+        code, message = response.status()
+        if code != "OK":
+            raise status_error(code, message, self.url)
+        if len(response.messages) != 1:
+            raise ProtocolError(
+                f"a unary call answered with {len(response.messages)} messages instead of one"
+            )
+        return response.messages[0], (response.metadata() if want_metadata else ())
+
+    # -- connecting
+
+    def connect_timeout_until(self, deadline: float | None, now: float) -> float | None:
+        """How long a connect may take: the connect timeout, within the call's deadline."""
+        if deadline is None:
+            return self.connect_timeout
+        left = deadline - now
+        if left <= 0:
+            raise DeadlineExceededError("gRPC deadline exceeded before connecting", url=self.url)
+        return left if self.connect_timeout is None else min(self.connect_timeout, left)
+
+    def connect_error(self, exc: BaseException) -> KServeError:
+        """The error of a connect that failed with ``exc`` (raise it ``from exc``)."""
+        if isinstance(exc, (TimeoutError, asyncio.TimeoutError)):
+            return DeadlineExceededError(f"gRPC connect to {self.target} timed out", url=self.url)
+        return TransportError(
+            f"gRPC UNAVAILABLE: failed to connect to {self.target}: {exc}", url=self.url
+        )
+
+    def check_alpn(self, protocol: str | None) -> None:
+        """Refuse a TLS connection on which the server did not choose HTTP/2."""
+        if protocol != "h2":
+            raise TransportError(
+                f"gRPC UNAVAILABLE: {self.target} did not agree to HTTP/2 (ALPN h2)", url=self.url
+            )
+
+    # -- errors that name the channel
+
+    def lost_error(self, exc: BaseException | None) -> TransportError:
+        return TransportError(
+            f"gRPC UNAVAILABLE: connection to {self.target} lost" + (f": {exc}" if exc else ""),
+            url=self.url,
+        )
+
+    def not_started_error(self, what: str) -> TransportError:
+        return TransportError(
+            f"gRPC UNAVAILABLE: the server closed the connection before the {what} started",
+            url=self.url,
+        )
+
+    def deadline_error(self, when: str = "(client side)") -> DeadlineExceededError:
+        return DeadlineExceededError(f"gRPC deadline exceeded {when}", url=self.url)
+
+
+def feed_response(
+    events: list[Event], stream_id: int, response: CallResponse
+) -> list[Event] | None:
+    """Hand the HEADERS and DATA events of ``stream_id`` to its ``response`` (those of other
+    streams are dropped); returns the events of other kinds, in order (None: there were
+    none), for the caller to act on."""
+    others: list[Event] | None = None
+    for event in events:
+        kind = type(event)
+        if kind is DataReceived:
+            if event.stream_id == stream_id:  # type: ignore[attr-defined]
+                response.data(event.data, event.end_stream)  # type: ignore[attr-defined]
+        elif kind is HeadersReceived:
+            if event.stream_id == stream_id:  # type: ignore[attr-defined]
+                response.headers(event.headers, event.end_stream)  # type: ignore[attr-defined]
+        elif others is None:
+            others = [event]
+        else:
+            others.append(event)
+    return others
+
+
+def _reset_call_error(event: StreamReset, response: CallResponse, url: str) -> Exception:
+    """What a unary call gets when the server resets its stream: a refused stream the server
+    never answered is retried."""
+    if event.refused and not response.http_status:
+        return CallNotStarted()
+    return reset_error(event.error_code, url)[1]
+
+
+# ---------------------------------------------------------------------------------- sync
+
+
+class SyncConnection:
+    """A socket and its HTTP/2 state; used by one thread at a time.
+
+    Every blocking use of the socket goes through a deadline (:meth:`flush`,
+    :meth:`read_events`); :meth:`poll_events` reads without waiting.
+    """
+
+    __slots__ = ("_buffer", "_nonblocking", "_view", "h2", "reused", "settings", "sock", "tls")
+
+    def __init__(self, sock: socket.socket, settings: ChannelSettings) -> None:
+        self.sock = sock
+        self.settings = settings
+        self.tls = settings.ssl is not None
+        self.h2 = H2Connection()
+        self.reused = False
+        self._buffer = bytearray(_RECV_SIZE)
+        self._view = memoryview(self._buffer)
+        # The socket's timeout is 0 (poll_events) until a blocking use re-arms it; switching
+        # costs a system call, so only when the mode changes.
+        self._nonblocking = False
+
+    @classmethod
+    def open(cls, settings: ChannelSettings, deadline: float | None) -> SyncConnection:
+        """Connect (TLS with ALPN ``h2`` for ``grpcs://``) and send the HTTP/2 preface."""
+        timeout = settings.connect_timeout_until(deadline, time.monotonic())
+        try:
+            sock = socket.create_connection((settings.host, settings.port), timeout=timeout)
+        except OSError as exc:
+            raise settings.connect_error(exc) from exc
+        try:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            if settings.ssl is not None:
+                try:
+                    sock = settings.ssl.wrap_socket(sock, server_hostname=settings.server_hostname)
+                except (OSError, ssl.SSLError, ssl.CertificateError) as exc:
+                    raise TransportError(
+                        f"gRPC UNAVAILABLE: TLS handshake with {settings.target} failed: {exc}",
+                        url=settings.url,
+                    ) from exc
+                settings.check_alpn(sock.selected_alpn_protocol())
+            conn = cls(sock, settings)
+            conn.h2.initiate()
+            conn.flush(deadline)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                sock.close()
+            raise
+        return conn
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            self.sock.close()
+
+    def shutdown(self) -> None:
+        """Shut the socket down for both directions without closing it (the file descriptor
+        stays valid for a thread still selecting on it); wakes a thread waiting on it.
+        Bypasses SSLSocket.shutdown, which would drop the TLS object another thread may be
+        using."""
+        with contextlib.suppress(OSError):
+            socket.socket.shutdown(self.sock, socket.SHUT_RDWR)
+
+    def say_goodbye(self) -> None:
+        """Send the GOAWAY a protocol error queued (best effort), then close."""
+        with contextlib.suppress(OSError, KServeError, ValueError):
+            self.flush(time.monotonic() + _GOODBYE_SEND)
+            # Read what is still coming for a moment first: closing a socket with unread
+            # data makes the kernel reset the connection, and the server may lose the GOAWAY.
+            until = time.monotonic() + _GOODBYE_DRAIN
+            self.sock.settimeout(0.05)
+            self._nonblocking = False
+            while time.monotonic() < until and self.sock.recv_into(self._buffer):
+                pass
+        self.close()
+
+    def usable(self) -> bool:
+        """Still fit for a call: no GOAWAY, open, and nothing but frames pending."""
+        h2 = self.h2
+        if h2.closed or not h2.can_open_stream():
+            return False
+        try:
+            readable, _, _ = select.select([self.sock], [], [], 0)
+            while readable:
+                if self.poll_events() is None:  # PINGs, SETTINGS, GOAWAY sent while idle
+                    break
+                self.flush(None)
+                if not isinstance(self.sock, ssl.SSLSocket) or not self.sock.pending():
+                    break
+        except (OSError, KServeError):
+            return False
+        return h2.can_open_stream()
+
+    def _arm(self, deadline: float | None) -> None:
+        self._nonblocking = False
+        if deadline is None:
+            self.sock.settimeout(None)
+            return
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise self.settings.deadline_error()
+        self.sock.settimeout(left)
+
+    def flush(self, deadline: float | None) -> None:
+        """Send everything the HTTP/2 state has queued."""
+        buffers = self.h2.data_to_send()
+        if not buffers:
+            return
+        self._arm(deadline)
+        sock = self.sock
+        try:
+            if self.tls or not HAS_SENDMSG:
+                total = sum(len(b) for b in buffers)
+                if total <= _JOIN_LIMIT:
+                    sock.sendall(b"".join(buffers))
+                else:
+                    for part in buffers:
+                        sock.sendall(part)
+                return
+            sent = sock.sendmsg(buffers) if len(buffers) < IOV_MAX else 0
+            if sent != sum(len(b) for b in buffers):
+                sendmsg_rest(sock.sendmsg, buffers, sent, lambda: self._arm(deadline))
+        except TimeoutError as exc:
+            raise self.settings.deadline_error("while sending") from exc
+
+    def read_events(self, deadline: float | None) -> list[Event]:
+        """Wait (until ``deadline``) for bytes; their HTTP/2 events."""
+        self._arm(deadline)
+        try:
+            n = self.sock.recv_into(self._buffer)
+        except TimeoutError as exc:
+            raise self.settings.deadline_error() from exc
+        if not n:
+            raise ConnectionClosed("the server closed the connection")
+        return self.h2.receive(self._view[:n])
+
+    def poll_events(self) -> list[Event] | None:
+        """One read of what has arrived, without waiting: its HTTP/2 events, or None when
+        nothing had. Raises :class:`ConnectionClosed` at the end of the connection."""
+        sock = self.sock
+        if not self._nonblocking:
+            sock.settimeout(0.0)
+            self._nonblocking = True
+        try:
+            n = sock.recv_into(self._buffer)
+        except _WOULD_BLOCK:
+            return None
+        if not n:
+            raise ConnectionClosed("the server closed the connection")
+        return self.h2.receive(self._view[:n])
+
+    def unary(
+        self, block: bytes, parts: list[BytesLike], deadline: float | None, limit: int | None
+    ) -> CallResponse:
+        """Run one call to its end on this connection (``parts`` is consumed).
+
+        Raises :class:`CallNotStarted` when a reused connection turned out closed before any
+        answer, or the server refused the stream."""
+        h2 = self.h2
+        response = CallResponse(limit)
+        stream_id = h2.open_stream(block)
+        got_bytes = False
+        try:
+            if queue_data(h2, stream_id, parts, True):
+                # The window is full: send what is queued, read until it opens (or the
+                # server answers early, e.g. with an error status).
+                while True:
+                    self.flush(deadline)
+                    while not response.done and not h2.send_window(stream_id):
+                        got_bytes = True
+                        others = feed_response(self.read_events(deadline), stream_id, response)
+                        if others is not None:
+                            self._check_reset(others, stream_id, response)
+                        self.flush(deadline)  # PING and SETTINGS ACKs must not wait
+                    if response.done or not queue_data(h2, stream_id, parts, True):
+                        break
+            self.flush(deadline)
+            while not response.done:
+                events = self.read_events(deadline)
+                got_bytes = True
+                others = feed_response(events, stream_id, response)
+                if others is not None:
+                    self._check_reset(others, stream_id, response)
+                if h2.has_data_to_send:
+                    self.flush(deadline)
+        except CONNECTION_LOST as exc:
+            if self.reused and not got_bytes:
+                raise CallNotStarted from exc
+            raise
+        finally:
+            if response.done:
+                h2.end_stream(stream_id)
+        return response
+
+    def _check_reset(self, events: list[Event], stream_id: int, response: CallResponse) -> None:
+        """Raise the error of a reset of the call's stream among ``events``."""
+        for event in events:
+            # A reset after the response ended (NO_ERROR: "stop sending") is no error.
+            # After a GOAWAY can_open_stream() is false: the connection is not pooled again.
+            if (
+                isinstance(event, StreamReset)
+                and event.stream_id == stream_id
+                and not response.done
+            ):
+                raise _reset_call_error(event, response, self.settings.url)
+
+
+# --------------------------------------------------------------------------------- async
+
+
+class AsyncConnection(asyncio.Protocol):
+    """One HTTP/2 connection shared by many concurrent calls (streams) of one event loop.
+
+    A call registers its stream with :meth:`open_call` (a :class:`CallResponse` and a future
+    the connection resolves when the stream ends), sends with :func:`queue_data` and
+    :meth:`send_rest`, and :meth:`drop` s it when it gives up. ``on_retire`` is told when the
+    connection takes no new calls (GOAWAY, lost, broken); it closes when its last call ends.
+    """
+
+    def __init__(
+        self, settings: ChannelSettings, on_retire: Callable[[AsyncConnection], None]
+    ) -> None:
+        self.h2 = H2Connection()
+        self.settings = settings
+        self.transport: asyncio.Transport | None = None
+        self._on_retire = on_retire
+        self._calls: dict[int, tuple[CallResponse, asyncio.Future[None]]] = {}
+        # Set whenever a sender waiting for flow-control window should look again.
+        self._window = asyncio.Event()
+        self.lost: BaseException | None = None
+        self.retired = False
+        # Calls answered on this connection; unary calls started once it had answered one,
+        # i.e. on a connection that had proved itself (see connection_lost).
+        self.answered = 0
+        self._reused_calls: set[int] = set()
+        # Resolved by connection_lost: aclose waits for it (TLS shutdown takes a round trip).
+        self.gone: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+    @classmethod
+    async def open(
+        cls,
+        settings: ChannelSettings,
+        deadline: float | None,
+        on_retire: Callable[[AsyncConnection], None],
+    ) -> AsyncConnection:
+        """Connect (TLS with ALPN ``h2`` for ``grpcs://``); the preface goes out at once."""
+        loop = asyncio.get_running_loop()
+        timeout = settings.connect_timeout_until(deadline, loop.time())
+        try:
+            transport, conn = await asyncio.wait_for(
+                loop.create_connection(
+                    lambda: cls(settings, on_retire),
+                    settings.host,
+                    settings.port,
+                    ssl=settings.ssl,
+                    server_hostname=settings.server_hostname if settings.ssl is not None else None,
+                ),
+                timeout,
+            )
+        except (OSError, ssl.SSLError, ssl.CertificateError, asyncio.TimeoutError) as exc:
+            raise settings.connect_error(exc) from exc
+        if settings.ssl is not None:
+            sslobj = transport.get_extra_info("ssl_object")
+            try:
+                settings.check_alpn(None if sslobj is None else sslobj.selected_alpn_protocol())
+            except TransportError:
+                transport.close()
+                raise
+        return conn
+
+    # -- asyncio.Protocol
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.transport = transport
+        self.h2.initiate()
+        self.flush()
+
+    def data_received(self, data: bytes) -> None:
+        try:
+            events = self.h2.receive(data)
+            for event in events:
+                kind = type(event)
+                if kind is DataReceived or kind is HeadersReceived:
+                    entry = self._calls.get(event.stream_id)  # type: ignore[attr-defined]
+                    if entry is None:
+                        continue
+                    response, future = entry
+                    try:
+                        if kind is DataReceived:
+                            response.data(event.data, event.end_stream)  # type: ignore[attr-defined]
+                        else:
+                            response.headers(event.headers, event.end_stream)  # type: ignore[attr-defined]
+                    except KServeError as exc:
+                        self._fail_call(event.stream_id, exc)  # type: ignore[attr-defined]
+                        continue
+                    if response.done:
+                        del self._calls[event.stream_id]  # type: ignore[attr-defined]
+                        self.h2.end_stream(event.stream_id)  # type: ignore[attr-defined]
+                        self.answered += 1
+                        if not future.done():
+                            future.set_result(None)
+                        if self.retired and not self._calls and self.transport is not None:
+                            self.transport.close()  # the last call of a retired connection
+                elif kind is StreamReset:
+                    assert isinstance(event, StreamReset)
+                    entry = self._calls.pop(event.stream_id, None)
+                    if entry is not None and not entry[0].done and not entry[1].done():
+                        entry[1].set_exception(
+                            _reset_call_error(event, entry[0], self.settings.url)
+                        )
+                elif kind is GoAwayReceived:
+                    self.retire()
+            # Wake senders waiting for window: the window may have opened, or their call
+            # may have ended (answered early, reset) while they waited.
+            self._window.set()
+            self.flush()
+        except KServeError as exc:
+            self.flush()
+            self._abort(exc)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if not self.gone.done():
+            self.gone.set_result(None)
+        error = self.settings.lost_error(exc)
+        if self.lost is None:  # a protocol error that closed it stays the reason
+            self.lost = error
+        self.retire()
+        for stream_id, (response, future) in self._calls.items():
+            if not future.done():
+                # Retried only when this connection had proved itself before the call
+                # started (a stale connection) and the call got no answer at all.
+                retry = stream_id in self._reused_calls and not response.http_status
+                future.set_exception(CallNotStarted() if retry else error)
+        self._calls.clear()
+        self._window.set()
+
+    # -- the connection's state
+
+    def retire(self) -> None:
+        """No new calls on this connection; it closes when its last call ends."""
+        self.retired = True
+        self._on_retire(self)
+        if not self._calls and self.transport is not None:
+            self.transport.close()
+
+    @property
+    def usable(self) -> bool:
+        return self.lost is None and self.h2.can_open_stream() and self.transport is not None
+
+    def flush(self) -> None:
+        buffers = self.h2.data_to_send()
+        if buffers and self.transport is not None and not self.transport.is_closing():
+            self.transport.writelines(buffers)
+
+    def wake(self) -> None:
+        """Make senders waiting for window look at their call again (it may have ended)."""
+        self._window.set()
+
+    def close(self) -> None:
+        """Say GOAWAY and close (calls in flight fail as the connection goes)."""
+        if self.transport is not None and not self.gone.done():
+            self.h2.close()
+            self.flush()
+            self.transport.close()
+
+    def abort(self) -> None:
+        """Drop the socket now (a TLS shutdown that did not finish)."""
+        if not self.gone.done() and self.transport is not None:
+            self.transport.abort()
+
+    def _fail_call(self, stream_id: int, exc: BaseException) -> None:
+        entry = self._calls.get(stream_id)
+        self.drop(stream_id, ErrorCode.PROTOCOL_ERROR)
+        if entry is not None and not entry[1].done():
+            entry[1].set_exception(exc)
+
+    def _abort(self, exc: BaseException) -> None:
+        if self.lost is None:
+            self.lost = exc  # also the answer to calls that come after (see call)
+        self.retire()
+        for _response, future in self._calls.values():
+            if not future.done():
+                future.set_exception(exc)
+        self._calls.clear()
+        self._window.set()  # senders waiting for window see their call failed
+        if self.transport is not None:
+            self.transport.close()
+
+    # -- calls
+
+    def open_call(
+        self,
+        block: bytes,
+        response: CallResponse,
+        future: asyncio.Future[None],
+        end_stream: bool = False,
+    ) -> int:
+        """Start a stream; the connection feeds ``response`` and resolves ``future`` when
+        the stream ends (or fails it). Returns the stream's id."""
+        stream_id = self.h2.open_stream(block, end_stream=end_stream)
+        self._calls[stream_id] = (response, future)
+        return stream_id
+
+    def drop(self, stream_id: int, code: int) -> None:
+        """Reset a call's stream and forget it, if the connection still has it."""
+        if self._calls.pop(stream_id, None) is not None:
+            self.h2.reset_stream(stream_id, code)
+            self.flush()
+
+    async def send_rest(
+        self,
+        stream_id: int,
+        parts: list[BytesLike],
+        end_stream: bool,
+        stopped: Callable[[], bool],
+    ) -> bool:
+        """Send the ``parts`` :func:`queue_data` left, as the window opens. Returns False,
+        with parts unsent, once ``stopped()`` says the call ended meanwhile; raises the
+        connection's error if it broke."""
+        h2 = self.h2
+        while True:
+            self.flush()
+            while not h2.send_window(stream_id):
+                if stopped():
+                    return False
+                if self.lost is not None:
+                    raise self.lost
+                self._window.clear()
+                await self._window.wait()
+            if stopped():
+                return False
+            if not queue_data(h2, stream_id, parts, end_stream):
+                return True
+
+    async def call(
+        self, block: bytes, parts: list[BytesLike], limit: int | None, deadline: float | None
+    ) -> CallResponse:
+        """Run one unary call (``parts`` is consumed); raises :class:`CallNotStarted` for a
+        call that may be retried on a new connection."""
+        if self.lost is not None:  # e.g. the server's first bytes already broke the protocol
+            raise self.lost
+        loop = asyncio.get_running_loop()
+        response = CallResponse(limit)
+        future: asyncio.Future[None] = loop.create_future()
+        stream_id = self.open_call(block, response, future)
+        if self.answered:
+            self._reused_calls.add(stream_id)
+        # A timer, not asyncio.wait_for: no extra task per call.
+        timer = loop.call_at(deadline, self._expire, stream_id) if deadline is not None else None
+        try:
+            if queue_data(self.h2, stream_id, parts, True):
+                await self.send_rest(stream_id, parts, True, future.done)
+            self.flush()
+            await future
+        except BaseException:
+            # Cancelled or failed: the stream goes, the connection stays.
+            self.drop(stream_id, ErrorCode.CANCEL)
+            raise
+        finally:
+            self._reused_calls.discard(stream_id)
+            if timer is not None:
+                timer.cancel()
+        return response
+
+    def _expire(self, stream_id: int) -> None:
+        """A call's deadline passed: reset its stream, fail it, wake a sender waiting."""
+        entry = self._calls.get(stream_id)
+        if entry is None:
+            return
+        self.drop(stream_id, ErrorCode.CANCEL)
+        if not entry[1].done():
+            entry[1].set_exception(self.settings.deadline_error())
+        self._window.set()
