@@ -15,7 +15,9 @@ Run by MLServer in its own environment (``.venv-mlserver``), never imported by t
 * ``repeat_decoupled`` (streaming, ``ModelStreamInfer`` only): for each request of the stream,
   REPEAT responses with OUT = IN and IDX = [i], like Triton's decoupled model of that name.
 
-MLServer checks neither datatypes nor shapes against the metadata and leaves requested outputs
+``settings.json`` sets ``parallel_workers`` to 0: inference runs in the server process (it
+starts faster, and the streaming model runs where the gRPC stream is). MLServer checks neither
+datatypes nor shapes against the metadata and leaves requested outputs
 to the runtime, so the models do both and raise :class:`InferenceError` (HTTP 400 / gRPC
 INVALID_ARGUMENT) with their own message.
 """
