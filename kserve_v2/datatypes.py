@@ -421,15 +421,11 @@ def to_json_data(array: npt.NDArray[Any], datatype: Datatype) -> list[Any]:
     """The flat JSON list of ``array``'s elements.
 
     Integers stay exact Python ints (int64/uint64 never pass through float). FP16 and BF16 are
-    rejected (there is no portable JSON form for them: send them binary), as are NaN and
-    infinities (JSON has no literal for them) and BYTES that are not valid UTF-8.
+    JSON numbers holding exactly the values their binary form would carry (the protocol lets
+    JSON carry them; whether a server accepts them is its own affair: Triton and KServe refuse,
+    MLServer accepts). NaN and infinities are refused (JSON has no literal for them), as are
+    BYTES that are not valid UTF-8.
     """
-    if datatype in (Datatype.FP16, Datatype.BF16):
-        raise InvalidInputError(
-            f"{datatype.value} tensors cannot be sent as JSON (the protocol defines no JSON form "
-            "for them); send them in binary form (binary=True)",
-            value=datatype,
-        )
     flat = array.reshape(-1)
     if datatype is Datatype.BYTES:
         out: list[Any] = []
@@ -444,11 +440,27 @@ def to_json_data(array: npt.NDArray[Any], datatype: Datatype) -> list[Any]:
                     value=data[:80],
                 ) from None
         return out
-    if array.dtype.kind == "f" and not np.isfinite(flat).all():
+    if flat.dtype.kind == "f" and not np.isfinite(flat).all():
         raise InvalidInputError(
             "NaN and infinity have no JSON representation; send the tensor in binary form",
             value=datatype,
         )
+    if datatype is Datatype.BF16 or (datatype is Datatype.FP16 and flat.dtype != np.float16):
+        # Rounded as the binary form would be, then widened exactly: the numbers sent are the
+        # tensor's FP16/BF16 values, whatever float type held them.
+        with np.errstate(over="ignore"):
+            if datatype is Datatype.FP16:
+                flat = flat.astype(np.float16)
+            elif flat.dtype.name == "bfloat16":
+                flat = flat.astype(np.float32)
+            else:
+                flat = bf16_bits_to_float32(float32_to_bf16_bits(flat))
+        if not np.isfinite(flat).all():
+            raise InvalidInputError(
+                f"a value is too large for {datatype.value} (it would be infinity, which JSON "
+                "cannot carry)",
+                value=datatype,
+            )
     return flat.tolist()  # type: ignore[no-any-return]
 
 

@@ -1,8 +1,15 @@
 #!/usr/bin/env bash
-# Create (or bring up to date) the two virtual environments of this checkout:
+# Create (or bring up to date) the virtual environments of this checkout:
 #
-#   .venv         the client: kserve-v2 editable with its test/httpx/grpc/dev extras, numpy 2
-#   .venv-triton  the server: numpy<2, then nvidia-pytriton==0.7.0 (Triton 2.51) with --no-deps
+#   .venv           the client: kserve-v2 editable with its test/httpx/grpc/dev extras, numpy 2
+#   .venv-triton    the server: numpy<2, then nvidia-pytriton==0.7.0 (Triton 2.51) with --no-deps
+#   .venv-kserve    KServe's Python model server (kserve 0.21.0), pinned by
+#                   tests/peers/kserve-requirements.txt
+#   .venv-mlserver  MLServer 1.7.1, pinned by tests/peers/mlserver-requirements.txt
+#
+# The last two are the other servers the interoperability tests (tests/interop) run against;
+# each gets its own environment because each pins its own grpcio/protobuf/fastapi, and the tests
+# only start them as subprocesses (kserve_v2.testing.KServeServer / MLServerServer).
 #
 # The server gets its own environment because pytriton's Python-backend stub hands models zeroed
 # input tensors under numpy 2, while the client is meant to run on numpy 2; --no-deps keeps
@@ -13,7 +20,8 @@
 # while that still matches (and a quick check passes), so reruns take about a second.
 #
 # Environment: PYTHON (interpreter to build the environments with; default python3.11, else
-# python3), FORCE=1 (reinstall both), SKIP_TRITON=1 (client environment only).
+# python3), FORCE=1 (reinstall them all), SKIP_TRITON=1 (no .venv-triton), SKIP_PEERS=1 (no
+# .venv-kserve and .venv-mlserver; their tests then skip, or fail under CI=true).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -119,7 +127,39 @@ if in_ci && ! command -v chromium >/dev/null && ! command -v chromium-browser >/
     fi
 fi
 
-# -- server environment ---------------------------------------------------------------------------
+# -- KServe and MLServer environments ---------------------------------------------------------
+# peer_env DIR LOCKFILE DISTRIBUTION: DIR holds exactly LOCKFILE's packages.
+peer_env() {
+    local dir="$1" lock="$2" dist="$3" lock_hash
+    lock_hash="$("$PY" -c 'import hashlib, sys
+print(hashlib.sha256(open(sys.argv[1], "rb").read()).hexdigest())' "$lock")"
+    want=("pip install --no-deps -r $lock" "$lock=$lock_hash")
+    # Cheap check (no import of the server): the distribution's metadata is there.
+    if up_to_date "$dir" bash -c "compgen -G '$dir/lib/python3.*/site-packages/$dist-*.dist-info'"
+    then
+        log "$dir is up to date"
+        return
+    fi
+    # From scratch: a package the old list had and the new one lacks must not linger.
+    rm -rf "$dir"
+    make_venv "$dir"
+    log "installing $lock into $dir"
+    # A current pip installs the 70 wheels about a third faster than the bundled one.
+    "$dir/bin/python" -m pip install --quiet --upgrade pip
+    # Every package is pinned, so no resolution is needed; --no-deps keeps it at that list.
+    "$dir/bin/python" -m pip install --quiet --no-deps -r "$lock"
+    "$dir/bin/python" -m pip check >/dev/null || die "$dir: inconsistent after installing $lock"
+    fingerprint "$dir" "${want[@]}" >"$dir/$MARKER"
+}
+
+if [[ "${SKIP_PEERS:-0}" == 1 ]]; then
+    log "SKIP_PEERS=1: not touching .venv-kserve and .venv-mlserver"
+else
+    peer_env .venv-kserve tests/peers/kserve-requirements.txt kserve
+    peer_env .venv-mlserver tests/peers/mlserver-requirements.txt mlserver
+fi
+
+# -- Triton environment ---------------------------------------------------------------------------
 if [[ "${SKIP_TRITON:-0}" == 1 ]]; then
     log "SKIP_TRITON=1: not touching .venv-triton"
     exit 0
@@ -170,4 +210,8 @@ EOF
             "the distribution's python3.11, via PYTHON=... FORCE=1)"
     fi
 fi
-log "done: .venv (client) and .venv-triton (Triton server) are ready"
+if [[ "${SKIP_PEERS:-0}" == 1 ]]; then
+    log "done: .venv (client) and .venv-triton (Triton server) are ready"
+else
+    log "done: .venv (client), .venv-triton (Triton), .venv-kserve and .venv-mlserver are ready"
+fi

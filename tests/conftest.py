@@ -55,7 +55,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         fixtures = set(getattr(item, "fixturenames", ()))
         if fixtures & _INTEGRATION_FIXTURES:
             item.add_marker(pytest.mark.integration)
-    needs_server = [item for item in items if item.get_closest_marker("integration")]
+    # KServe and MLServer tests need their own environments, which their fixtures check.
+    needs_server = [
+        item
+        for item in items
+        if item.get_closest_marker("integration")
+        and not item.get_closest_marker("kserve")
+        and not item.get_closest_marker("mlserver")
+    ]
     if not needs_server or _in_ci():
         return  # in CI the fixture fails instead, with the same message
     problem = _env_problem()

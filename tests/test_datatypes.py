@@ -473,16 +473,83 @@ def test_json_data_is_flat_python_values() -> None:
 
 
 @pytest.mark.parametrize("value", [math.nan, math.inf, -math.inf])
-@pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_nan_and_infinity_are_refused_for_json(value: float, dtype: type) -> None:
-    with pytest.raises(InvalidInputError):
-        to_json_data(np.array([1.0, value], dtype), datatype_of(np.dtype(dtype)))
+@pytest.mark.parametrize(
+    ("dtype", "datatype"),
+    [
+        (np.float16, Datatype.FP16),
+        (np.float32, Datatype.FP32),
+        (np.float64, Datatype.FP64),
+        (np.float32, Datatype.BF16),
+    ],
+)
+def test_nan_and_infinity_are_refused_for_json(
+    value: float, dtype: type, datatype: Datatype
+) -> None:
+    with pytest.raises(InvalidInputError, match="NaN and infinity"):
+        to_json_data(np.array([1.0, value], dtype), datatype)
 
 
-@pytest.mark.parametrize("datatype", [Datatype.FP16, Datatype.BF16])
-def test_fp16_and_bf16_have_no_json_form(datatype: Datatype) -> None:
-    with pytest.raises(InvalidInputError, match="binary"):
-        to_json_data(np.ones(2, np.float32 if datatype is Datatype.BF16 else np.float16), datatype)
+# FP16 and BF16 as JSON numbers (the protocol lets JSON carry them; MLServer takes them): the
+# exact values the binary form carries, BF16 rounded to nearest even from wider floats.
+HALF_PRECISION_JSON = [
+    (
+        np.array([1.5, -0.1, 65504.0, 6e-08], np.float16),
+        Datatype.FP16,
+        [1.5, -0.0999755859375, 65504.0, 5.960464477539063e-08],
+    ),
+    (
+        np.array([1.0, 0.1, -3.0e38, 1e-40], np.float32),
+        Datatype.BF16,
+        [1.0, 0.10009765625, -3.00405527047391e38, 9.183549615799121e-41],
+    ),
+    (
+        np.array([1.0, 0.1, -3.0e38], np.float64),
+        Datatype.BF16,
+        [1.0, 0.10009765625, -3.00405527047391e38],
+    ),
+]
+
+
+@pytest.mark.parametrize(("array", "datatype", "values"), HALF_PRECISION_JSON)
+def test_golden_half_precision_json_numbers(
+    array: np.ndarray, datatype: Datatype, values: list[float]
+) -> None:
+    assert to_json_data(array, datatype) == values
+    binary = deserialize(serialize(array, datatype), datatype, array.shape)
+    assert values == binary.astype(np.float64).tolist()  # JSON and binary carry the same values
+    back = from_json_data(json.loads(json.dumps(values)), datatype, array.shape)
+    assert_tensor_equal(back, binary, datatype)
+
+
+@pytest.mark.parametrize(
+    ("array", "datatype"),
+    [
+        (np.array([0.1, 1e5], np.float64), Datatype.FP16),
+        (np.array([3.4e38], np.float32), Datatype.BF16),
+    ],
+)
+def test_values_beyond_half_precision_are_refused_for_json(
+    array: np.ndarray, datatype: Datatype
+) -> None:
+    with pytest.raises(InvalidInputError, match=f"too large for {datatype.value}"):
+        to_json_data(array, datatype)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.sampled_from([Datatype.FP16, Datatype.BF16]),
+    hnp.arrays(
+        np.float32,
+        hnp.array_shapes(max_dims=2, max_side=4),
+        elements=st.floats(-6e4, 6e4, width=32),
+    ),
+)
+def test_half_precision_json_numbers_are_the_binary_values(
+    datatype: Datatype, array: np.ndarray
+) -> None:
+    source = array.astype(np.float16) if datatype is Datatype.FP16 else array
+    binary = deserialize(serialize(source, datatype), datatype, source.shape)
+    assert to_json_data(source, datatype) == binary.astype(np.float64).reshape(-1).tolist()
 
 
 def test_non_utf8_bytes_are_refused_for_json() -> None:

@@ -22,7 +22,10 @@ Example::
 
 from __future__ import annotations
 
+import codecs
+import html
 import json
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from json.encoder import encode_basestring
@@ -54,6 +57,7 @@ from kserve_v2.parameters import ParameterValue
 from kserve_v2.tensors import InferInput, RequestedOutput, SharedMemoryPlacement
 
 __all__ = [
+    "BINARY_REFUSED_HINT",
     "EncodedBody",
     "HEADER_LENGTH",
     "decode_infer_request",
@@ -74,8 +78,6 @@ HEADER_LENGTH: Final = "Inference-Header-Content-Length"
 JSON_TYPE: Final = "application/json"
 BINARY_TYPE: Final = "application/octet-stream"
 _HEADER_LENGTH_LOWER: Final = HEADER_LENGTH.lower()
-# Datatypes with no JSON form: sent binary even when JSON is the default.
-_BINARY_ONLY: Final = frozenset({Datatype.FP16, Datatype.BF16})
 # The scanner behind json.loads (a decoder with the default settings; typeshed omits it).
 _SCAN_JSON: Final[Callable[[str, int], tuple[Any, int]]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
 # What the encoder writes for a string (ensure_ascii=False: only '"', '\\' and controls escaped).
@@ -123,7 +125,7 @@ def _tensor_entry(
     entry: dict[str, Any] = {"name": name, "shape": list(shape), "datatype": datatype._value_}
     params = dict(parameters)
     if array is not None or wire is not None:
-        if binary or datatype in _BINARY_ONLY:
+        if binary:
             if wire is None:
                 assert array is not None
                 wire = serialize(array, datatype)
@@ -143,11 +145,6 @@ def _input_entry(tensor: InferInput, binary: bool, blobs: list[BytesLike]) -> di
         params.update(tensor.shared_memory.as_parameters())
         return _tensor_entry(
             tensor.name, tensor.datatype, tensor.shape, None, None, params, binary, blobs
-        )
-    if tensor.binary is False and tensor.datatype in _BINARY_ONLY:
-        raise InvalidInputError(
-            f"input {tensor.name!r}: {tensor.datatype.value} has no JSON form; send it binary",
-            value=tensor.datatype,
         )
     if binary if tensor.binary is None else tensor.binary:
         return _tensor_entry(
@@ -280,7 +277,7 @@ def encode_infer_request(
     """Encode an inference request body.
 
     ``binary_inputs`` / ``binary_outputs`` are the defaults for tensors whose own ``binary`` is
-    ``None``. FP16 and BF16 inputs always travel binary (they have no JSON form). With no
+    ``None``; every datatype has a JSON form, FP16 and BF16 included (JSON numbers). With no
     outputs named, ``binary_outputs`` sets the request-level ``binary_data_output``.
     """
     plain = _plain_binary_request(request, binary_inputs, binary_outputs)
@@ -708,22 +705,148 @@ def header_length_of(headers: Mapping[str, str]) -> str | None:
     return headers.get(_HEADER_LENGTH_LOWER)
 
 
-def error_from_response(status: int, body: BytesLike, reason: str = "") -> ServerError:
-    """The :class:`ServerError` for a non-success response, with the server's own message."""
+# ---------------------------------------------------------------------------------------------
+# error bodies
+#
+# The protocol's error body is {"error": "<message>"} (Triton, KServe, MLServer's own errors),
+# but servers built on FastAPI also answer {"detail": "<message>"} (HTTPException) and, for a
+# body that fails validation, 422 {"detail": [{"loc": [...], "msg": "...", "input": ...}]},
+# whose "input" echoes the request (tensor bytes included); a crash gives text/plain "Internal
+# Server Error", a proxy an HTML page. The message keeps the server's words and drops the rest.
+
+#: Added to the message when a request sent with Triton's binary tensor extension to a server
+#: that does not list it (``binary_tensor_data``) is refused.
+BINARY_REFUSED_HINT: Final = (
+    "this server may not support Triton's binary tensor extension; try binary=False"
+)
+# Statuses with which servers refuse a body they cannot parse (FastAPI: 422; MLServer: 500 when
+# the bytes are not UTF-8; others 400 or 415); not 404 (unknown model) and the like.
+_REFUSAL_STATUSES: Final = frozenset({400, 415, 422, 500})
+# Characters kept of a message found in a known error shape (the whole body stays in
+# ServerError.body); Triton's longest messages are under 1,000 characters.
+_MESSAGE_LIMIT: Final = 2000
+# Characters kept of a body of no known shape (text, HTML, other JSON), whitespace collapsed.
+_TEXT_LIMIT: Final = 500
+# Bytes of a body looked at at all: error bodies are small, a huge one is cut unread.
+_BODY_LIMIT: Final = 1 << 20
+# FastAPI validation errors listed in the message (the rest are counted).
+_VALIDATION_ITEMS: Final = 5
+# Control characters that plain text does not contain: their presence means binary data.
+_CONTROL: Final = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+_HTML_START: Final = re.compile(r"\s*<(?:!doctype\s+html|html|head|body|title|h1)\b", re.I)
+_HTML_TITLE: Final = re.compile(r"<(title|h1)\b[^>]*>(.*?)</\1\s*>", re.I | re.S)
+_HTML_SKIP: Final = re.compile(r"<(script|style)\b.*?</\1\s*>|<!--.*?-->", re.I | re.S)
+_HTML_TAG: Final = re.compile(r"<[^>]*>")
+
+
+def error_from_response(
+    status: int, body: BytesLike, reason: str = "", *, binary_refused_hint: bool = False
+) -> ServerError:
+    """The :class:`ServerError` for a non-success response, with the server's own message.
+
+    The message is taken from the error shapes servers really send: the protocol's
+    ``{"error": "..."}``, FastAPI's ``{"detail": "..."}`` and validation errors ``{"detail":
+    [{"loc": ..., "msg": ...}]}`` (locations and messages only: their ``input`` echoes the
+    request), ``{"message": "..."}``, plain text and HTML (the page's title, else its text).
+    Long messages are cut; a body that is not text (tensor bytes) is never quoted. The whole
+    body stays in :attr:`ServerError.body`.
+
+    ``binary_refused_hint``: the request used Triton's binary tensor extension and the server
+    did not advertise it; a refusal (400, 415, 422, 500) then says so and suggests
+    ``binary=False``.
+
+    Example::
+
+        >>> error_from_response(422, b'{"detail":[{"loc":["body"],"msg":"bad","input":"\\u0000"}]}')
+        ServerError('[HTTP 422] body: bad')
+    """
     raw = bytes(body)
-    message = ""
-    if raw:
-        try:
-            obj = json.loads(raw)
-        except (UnicodeDecodeError, ValueError, RecursionError):
-            obj = None
-        if isinstance(obj, dict) and isinstance(obj.get("error"), str):
-            message = obj["error"]
-        else:
-            message = raw[:1000].decode("utf-8", "replace").strip()
+    message = _error_message(raw[:_BODY_LIMIT], len(raw))
     if not message:
         message = reason or f"HTTP status {status} with no error message"
+    elif message.startswith("("):  # only a remark on the body: the status says what happened
+        message = f"{reason or f'HTTP status {status}'} {message}"
+    if binary_refused_hint and status in _REFUSAL_STATUSES:
+        message = f"{message} ({BINARY_REFUSED_HINT})"
     return ServerError(message, http_status=status, body=raw)
+
+
+def _error_message(raw: bytes, size: int) -> str:
+    """The message in an error body ("" when there is none; "(...)" for a remark only)."""
+    text = codecs.getincrementaldecoder("utf-8")("replace").decode(raw, final=size == len(raw))
+    if "\ufffd" in text or _CONTROL.search(text):
+        return f"(the {size}-byte body is binary, not shown)"
+    if text.lstrip()[:1] in ("{", '"'):
+        try:
+            obj = json.loads(text)
+        except (ValueError, RecursionError):
+            obj = None
+        found = _message_of(obj)
+        if found is not None:  # "" (an empty message): the reason phrase says it all
+            return _cut(found, _MESSAGE_LIMIT)
+    if _HTML_START.match(text):
+        title = _HTML_TITLE.search(text)
+        text = title.group(2) if title else _HTML_TAG.sub(" ", _HTML_SKIP.sub(" ", text))
+        text = html.unescape(text)
+    return _cut(" ".join(text.split()), _TEXT_LIMIT, size - len(raw))
+
+
+def _message_of(obj: object) -> str | None:
+    """The message of a JSON error body of a known shape (maybe ""), else None."""
+    if isinstance(obj, str):
+        return obj.strip()
+    if not isinstance(obj, dict):
+        return None
+    error = obj.get("error")
+    if isinstance(error, dict):  # {"error": {"message": ...}} (OpenAI-style gateways)
+        error = error.get("message")
+    detail = obj.get("detail")
+    if isinstance(detail, list):
+        detail = _validation_message(detail)
+    for found in (error, detail, obj.get("message")):
+        if isinstance(found, str) and found.strip():
+            return found
+    if any(obj.get(key) == "" for key in ("error", "detail", "message")):
+        return ""
+    return None
+
+
+def _validation_message(items: list[Any]) -> str | None:
+    """FastAPI's validation errors as "loc: msg; ..." (never their ``input`` or ``ctx``)."""
+    parts = []
+    for item in items:
+        if not isinstance(item, dict) or not isinstance(item.get("msg"), str):
+            continue
+        if not item["msg"].strip():
+            continue
+        loc = item.get("loc")
+        where = (
+            ".".join(str(p) for p in loc)
+            if isinstance(loc, list) and all(isinstance(p, str | int) for p in loc)
+            else ""
+        )
+        parts.append(f"{where}: {item['msg']}" if where else item["msg"])
+    if not parts:  # nothing to quote but the echoed request: say what kind of error it was
+        return f"the request failed validation ({len(items)} error(s))" if items else None
+    more = len(parts) - _VALIDATION_ITEMS
+    text = "; ".join(parts[:_VALIDATION_ITEMS])
+    return f"{text}; and {more} more" if more > 0 else text
+
+
+def _cut(text: str, limit: int, unread: int = 0) -> str:
+    """``text`` up to ``limit`` characters, at a space where one is near; says what was cut."""
+    if len(text) <= limit and not unread:
+        return text
+    kept = text[:limit]
+    space = kept.rfind(" ", limit * 4 // 5)
+    if space > 0:
+        kept = kept[:space]
+    rest = len(text) - len(kept)
+    more = f"{rest} more characters" if rest else ""
+    if unread:
+        more = f"{more} and " if more else ""
+        more += f"{unread} bytes unread"
+    return f"{kept} [... {more}]"
 
 
 def _tensor_metadata(entries: object, what: str) -> tuple[TensorMetadata, ...]:

@@ -40,13 +40,10 @@ import contextlib
 import os
 import re
 import shutil
-import signal
-import socket
 import subprocess
 import tempfile
 import time
 import urllib.error
-import urllib.request
 import uuid
 import weakref
 from collections.abc import Mapping, Sequence
@@ -55,6 +52,14 @@ from pathlib import Path
 from types import TracebackType
 
 from kserve_v2.errors import KServeError
+from kserve_v2.testing.process import (
+    HOST,
+    end_process_group,
+    free_ports,
+    no_proxy_opener,
+    read_from,
+    tail,
+)
 
 __all__ = [
     "ENV_VAR",
@@ -70,7 +75,7 @@ ENV_VAR = "KSERVE_V2_TRITON_ENV"
 """Environment variable naming the server's virtual environment."""
 
 _DEFAULT_ENV_DIRNAME = ".venv-triton"
-_HOST = "127.0.0.1"
+_HOST = HOST
 _MODEL_CONTROL_MODES = ("none", "poll", "explicit")
 _SETUP_HINT = (
     "create it with `bash scripts/setup.sh` from the kserve-v2 checkout, or by hand with "
@@ -239,39 +244,6 @@ def find_triton_env(env: str | os.PathLike[str] | None = None) -> TritonEnvironm
     )
 
 
-def _free_ports(count: int) -> list[int]:
-    """Ask the kernel for ``count`` distinct free loopback ports.
-
-    The sockets stay open until all ports are chosen so the kernel cannot hand out the same port
-    twice; another process can still take one before Triton binds it, which
-    :meth:`TritonServer.start` handles by retrying with new ports.
-    """
-    sockets: list[socket.socket] = []
-    try:
-        for _ in range(count):
-            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            sockets.append(sock)
-            sock.bind((_HOST, 0))
-        return [int(sock.getsockname()[1]) for sock in sockets]
-    finally:
-        for sock in sockets:
-            sock.close()
-
-
-def _read_from(path: Path, offset: int) -> str:
-    """The log written since ``offset`` (the current run's part of an appended log file)."""
-    try:
-        with path.open("rb") as log:
-            log.seek(offset)
-            return log.read().decode("utf-8", "replace")
-    except OSError:
-        return ""
-
-
-def _tail(text: str, lines: int = _LOG_TAIL_LINES) -> str:
-    return "\n".join(text.splitlines()[-lines:])
-
-
 def _describe_log(text: str, path: Path | None) -> str:
     """Error lines of a run's log, then its tail, for an exception message.
 
@@ -287,55 +259,8 @@ def _describe_log(text: str, path: Path | None) -> str:
     parts = [f"; server log {where}"]
     if errors:
         parts.append("\nerror lines:\n" + "\n".join(errors))
-    parts.append(f"\nlast {_LOG_TAIL_LINES} lines:\n{_tail(text)}")
+    parts.append(f"\nlast {_LOG_TAIL_LINES} lines:\n{tail(text, _LOG_TAIL_LINES)}")
     return "".join(parts)
-
-
-def _end_process(proc: subprocess.Popen[bytes], grace: float) -> None:
-    """SIGTERM the server, SIGKILL it after ``grace`` seconds, then kill whatever is left of the
-    process group it leads (the Python-backend stubs are its children) and wait until it is
-    gone, so that no process of this server outlives the call."""
-    if proc.poll() is None:
-        try:
-            proc.send_signal(signal.SIGTERM)
-            proc.wait(timeout=grace)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-    # The server was started as the leader of a new process group (start_new_session=True), so
-    # the group id is its pid and holds only processes it spawned. Normally Triton has already
-    # stopped its stubs; after a crash or a SIGKILL they are orphans that would live on.
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(proc.pid, signal.SIGKILL)
-    # SIGKILL is delivered asynchronously: wait (briefly) until no member is left running.
-    deadline = time.monotonic() + 5.0
-    while _group_has_live_members(proc.pid) and time.monotonic() < deadline:
-        time.sleep(0.01)  # nothing to block on: the stubs are not our children
-
-
-def _group_has_live_members(pgid: int) -> bool:
-    """Whether process group ``pgid`` still has a member that is not a zombie."""
-    proc_fs = Path("/proc")
-    if not proc_fs.is_dir():  # no procfs: kill(0) cannot tell zombies apart; close enough
-        try:
-            os.killpg(pgid, 0)
-        except ProcessLookupError:
-            return False
-        except PermissionError:
-            return True
-        return True
-    for entry in proc_fs.iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue  # exited meanwhile
-        # After the parenthesised command name come: state, ppid, pgrp, ...
-        fields = stat[stat.rfind(")") + 2 :].split()
-        if len(fields) > 2 and fields[0] != "Z" and fields[2] == str(pgid):
-            return True
-    return False
 
 
 def _cleanup(
@@ -343,7 +268,7 @@ def _cleanup(
 ) -> None:
     try:
         if proc is not None:
-            _end_process(proc, grace)
+            end_process_group(proc, grace)
     finally:  # even when interrupted while waiting for the process
         shutil.rmtree(tmp_dir, ignore_errors=True)
         # The backend unlinks its shared-memory regions on a clean shutdown, but not when it
@@ -628,7 +553,7 @@ class TritonServer:
                         raise TritonStartupError(
                             f"tritonserver could not bind its ports after {attempts} attempts"
                             f"{_describe_log(this_run, self._log_file)}",
-                            log_tail=_tail(this_run),
+                            log_tail=tail(this_run, _LOG_TAIL_LINES),
                         ) from None
         except BaseException:
             self.stop()
@@ -651,7 +576,7 @@ class TritonServer:
         return backend_dir
 
     def _launch(self, env: TritonEnvironment, backend_dir: Path) -> None:
-        ports = _free_ports(3)
+        ports = free_ports(3)
         cmd = self._command(env, backend_dir, ports, self._shm_prefix)
         log_path = self.log_path
         with log_path.open("ab") as log:
@@ -691,7 +616,7 @@ class TritonServer:
         if self._metrics:
             pending.append(self.metrics_url)
         # No proxy: an inherited http_proxy would otherwise receive requests for 127.0.0.1.
-        opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+        opener = no_proxy_opener()
         deadline = time.monotonic() + self.startup_timeout
         interval = 0.05
         while True:
@@ -718,32 +643,32 @@ class TritonServer:
             if (
                 self._metrics
                 and pending == [self.metrics_url]
-                and _PORT_IN_USE.search(_read_from(log_path, log_start))
+                and _PORT_IN_USE.search(read_from(log_path, log_start))
             ):
                 self._proc = None
-                _end_process(proc, self._stop_grace)
+                end_process_group(proc, self._stop_grace)
                 raise _PortInUseError
             interval = min(interval * 1.5, 0.25)
             if time.monotonic() > deadline:
-                this_run = _read_from(log_path, log_start)
+                this_run = read_from(log_path, log_start)
                 raise TritonStartupError(
                     f"tritonserver was not ready within {self.startup_timeout:.0f} s "
                     f"(waiting for {', '.join(pending)}){_describe_log(this_run, self._log_file)}",
-                    log_tail=_tail(this_run),
+                    log_tail=tail(this_run, _LOG_TAIL_LINES),
                 )
 
     def _on_early_exit(
         self, proc: subprocess.Popen[bytes], code: int, log_path: Path, log_start: int
     ) -> None:
-        _end_process(proc, 0.0)  # stubs it may have started before it died
+        end_process_group(proc, 0.0)  # stubs it may have started before it died
         self._proc = None
-        this_run = _read_from(log_path, log_start)
+        this_run = read_from(log_path, log_start)
         if _PORT_IN_USE.search(this_run):
             raise _PortInUseError
         raise TritonStartupError(
             f"tritonserver exited with status {code} during start-up"
             f"{_describe_log(this_run, self._log_file)}",
-            log_tail=_tail(this_run),
+            log_tail=tail(this_run, _LOG_TAIL_LINES),
         )
 
     def stop(self) -> None:

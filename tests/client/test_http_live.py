@@ -187,7 +187,7 @@ DATATYPES = (
     "BYTES",
     "BF16",
 )
-#: FP16 and BF16 have no JSON form.
+#: Triton refuses FP16 and BF16 as JSON (both ways), so they have no JSON round trip here.
 JSON_DATATYPES = tuple(d for d in DATATYPES if d not in ("FP16", "BF16"))
 _NUMPY = {
     "BOOL": np.bool_,
@@ -306,8 +306,8 @@ def test_identity_round_trip_in_json_form(client: ClientUnderTest, datatype: str
 @pytest.mark.parametrize(
     ("datatype", "values", "complaint"),
     [
-        ("FP16", [1.0, 2.0], "no JSON form"),
-        ("BF16", [1.0, 2.0], "no JSON form"),
+        ("FP16", [1.0, np.inf], "NaN and infinity"),
+        ("BF16", [np.nan, 2.0], "NaN and infinity"),
         ("FP32", [1.0, np.nan], "NaN and infinity"),
         ("FP64", [np.inf, 1.0], "NaN and infinity"),
         ("BYTES", [b"ok", b"\xff\xfe"], "not valid UTF-8"),
@@ -320,31 +320,44 @@ def test_values_without_a_json_form_are_refused_before_sending(
     model = f"identity_{datatype.lower()}"
     with pytest.raises(InvalidInputError, match=complaint):
         client.infer(model, [InferInput("INPUT0", data, datatype=datatype, binary=False)])
-    if datatype not in ("FP16", "BF16"):  # those two go binary unless a tensor says otherwise
-        with pytest.raises(InvalidInputError, match=complaint):
-            client.infer(model, [InferInput("INPUT0", data, datatype=datatype)], binary=False)
+    with pytest.raises(InvalidInputError, match=complaint):
+        client.infer(model, [InferInput("INPUT0", data, datatype=datatype)], binary=False)
     assert client.seen == []
 
 
 @pytest.mark.parametrize("datatype", ["FP16", "BF16"])
-def test_half_precision_inputs_travel_binary_in_a_json_request(
+def test_half_precision_goes_as_json_numbers_when_asked_and_triton_refuses_them(
     client: ClientUnderTest, datatype: str
 ) -> None:
+    """JSON carries FP16/BF16 as numbers (MLServer takes them); Triton refuses both ways, and
+    that refusal is Triton's answer, reported as it comes."""
     sent = np.array([[1.0, -2.5, 0.15625]], dtype=_NUMPY[datatype])
     model = f"identity_{datatype.lower()}"
     tensor = InferInput("INPUT0", sent, datatype=datatype)
-    # Triton refuses to write FP16/BF16 outputs as JSON: they must be asked for in binary.
     with pytest.raises(ServerError) as info:
         client.infer(model, [tensor], binary=False)
     assert info.value.http_status == 400
-    assert "JSON is not supported" in info.value.message
+    assert f"receiving {datatype} data via JSON is not supported" in info.value.message
+    with pytest.raises(ServerError) as info:
+        client.infer(
+            model,
+            [InferInput("INPUT0", sent, datatype=datatype, binary=True)],
+            outputs=[RequestedOutput("OUTPUT0", binary=False)],
+        )
+    assert f"sending {datatype} data via JSON is not supported" in info.value.message
     result = client.infer(
-        model, [tensor], binary=False, outputs=[RequestedOutput("OUTPUT0", binary=True)]
+        model,
+        [InferInput("INPUT0", sent, datatype=datatype, binary=True)],
+        binary=False,
+        outputs=[RequestedOutput("OUTPUT0", binary=True)],
     )
     assert_same_tensor(result.as_numpy("OUTPUT0"), sent, datatype)
-    for send, _ in exchanges(client.seen):
-        (sent_input,) = json_header(send)["inputs"]
-        assert sent_input["parameters"]["binary_data_size"] == sent.size * 2
+    sends = [send for send, _ in exchanges(client.seen)]
+    (json_input,) = json_header(sends[0])["inputs"]
+    assert json_input["data"] == [1.0, -2.5, 0.15625]
+    assert "parameters" not in json_input
+    (binary_input,) = json_header(sends[2])["inputs"]
+    assert binary_input["parameters"]["binary_data_size"] == sent.size * 2
 
 
 def test_mixed_json_and_binary_inputs_in_one_request(client: ClientUnderTest) -> None:

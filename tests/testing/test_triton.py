@@ -690,7 +690,7 @@ def test_port_taken_between_probe_and_bind_is_retried(
 ) -> None:
     import kserve_v2.testing.triton as launcher
 
-    probe = launcher._free_ports
+    probe = launcher.free_ports
     calls: list[list[int]] = []
     with socket.socket() as squatter:
         squatter.bind(("127.0.0.1", 0))
@@ -703,7 +703,7 @@ def test_port_taken_between_probe_and_bind_is_retried(
             calls.append(ports)
             return ports
 
-        monkeypatch.setattr(launcher, "_free_ports", racy_ports)
+        monkeypatch.setattr(launcher, "free_ports", racy_ports)
         with TritonServer(MODELS_DIR, env=triton_env.root, model_control_mode="explicit") as server:
             assert len(calls) == 2
             assert server.http_port == calls[1][0]
