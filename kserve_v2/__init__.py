@@ -34,7 +34,7 @@ from kserve_v2.messages import (
     ServerMetadata,
     TensorMetadata,
 )
-from kserve_v2.options import TLSOptions
+from kserve_v2.options import GRPCOptions, TLSOptions
 from kserve_v2.tensors import InferInput, RequestedOutput, SharedMemoryPlacement
 from kserve_v2.version import __version__
 
@@ -43,6 +43,7 @@ __all__ = [
     "Client",
     "Datatype",
     "DeadlineExceededError",
+    "GRPCOptions",
     "InferInput",
     "InferRequest",
     "InferResult",

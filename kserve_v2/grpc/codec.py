@@ -93,7 +93,7 @@ def generated() -> ModuleType:
     return grpc_service_pb2
 
 
-def parse_message(cls: Any, data: bytes) -> Any:
+def parse_message(cls: Any, data: wire.BytesLike) -> Any:
     """``cls.FromString(data)`` with protobuf's decode error as :class:`ProtocolError`."""
     from google.protobuf.message import DecodeError
 
@@ -323,7 +323,9 @@ def _infer_result(fields: wire.InferResponseFields, placements: Placements | Non
     )
 
 
-def decode_infer_response(data: bytes, placements: Placements | None = None) -> InferResult:
+def decode_infer_response(
+    data: wire.BytesLike, placements: Placements | None = None
+) -> InferResult:
     """Decode a serialized ``ModelInferResponse`` (outputs are views on ``data``);
     ``placements``: the request's outputs in shared memory (see :func:`infer_result_from_wire`).
     """
@@ -383,19 +385,19 @@ def decode_stream_response(
 # --------------------------------------------------------------------- health, metadata
 
 
-def decode_server_live(data: bytes) -> bool:
+def decode_server_live(data: wire.BytesLike) -> bool:
     return bool(parse_message(generated().ServerLiveResponse, data).live)
 
 
-def decode_server_ready(data: bytes) -> bool:
+def decode_server_ready(data: wire.BytesLike) -> bool:
     return bool(parse_message(generated().ServerReadyResponse, data).ready)
 
 
-def decode_model_ready(data: bytes) -> bool:
+def decode_model_ready(data: wire.BytesLike) -> bool:
     return bool(parse_message(generated().ModelReadyResponse, data).ready)
 
 
-def decode_server_metadata(data: bytes) -> ServerMetadata:
+def decode_server_metadata(data: wire.BytesLike) -> ServerMetadata:
     msg = parse_message(generated().ServerMetadataResponse, data)
     return ServerMetadata(name=msg.name, version=msg.version, extensions=tuple(msg.extensions))
 
@@ -406,7 +408,7 @@ def _tensor_metadata(entries: Any) -> tuple[TensorMetadata, ...]:
     )
 
 
-def decode_model_metadata(data: bytes) -> ModelMetadata:
+def decode_model_metadata(data: wire.BytesLike) -> ModelMetadata:
     msg = parse_message(generated().ModelMetadataResponse, data)
     return ModelMetadata(
         name=msg.name,
