@@ -46,7 +46,7 @@ if TYPE_CHECKING:
         ServerMetadata,
         TensorMetadata,
     )
-    from kserve_v2.options import TLSOptions
+    from kserve_v2.options import GRPCOptions, TLSOptions
     from kserve_v2.tensors import InferInput, RequestedOutput, SharedMemoryPlacement
 else:
     from kserve_v2._lazy import lazy_exports
@@ -70,6 +70,7 @@ else:
                 ),
                 "kserve_v2.messages",
             ),
+            "GRPCOptions": "kserve_v2.options",
             "TLSOptions": "kserve_v2.options",
             **dict.fromkeys(
                 ("InferInput", "RequestedOutput", "SharedMemoryPlacement"), "kserve_v2.tensors"
@@ -82,6 +83,7 @@ __all__ = [
     "Client",
     "Datatype",
     "DeadlineExceededError",
+    "GRPCOptions",
     "InferInput",
     "InferRequest",
     "InferResult",

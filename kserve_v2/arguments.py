@@ -1,48 +1,233 @@
-"""Turning the arguments of ``infer`` into an :class:`~kserve_v2.messages.InferRequest`.
+"""The checks of user arguments, shared by every protocol and by the sync and async clients.
 
-Shared by every protocol and by the sync and async clients.
+A bad argument raises :class:`~kserve_v2.errors.InvalidInputError` here, before a request is
+built, whichever protocol the client speaks: the HTTP and gRPC backends call these functions
+rather than checking anything themselves (each keeps only the rules of its own wire format,
+such as which characters a header name may hold). :func:`build_infer_request` turns the
+arguments of ``infer`` into an :class:`~kserve_v2.messages.InferRequest`.
+
+Checks that run on every ``infer`` are written so that the common case (an argument left at
+its default) costs one comparison.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import (
-    Mapping,
-    Sequence,
-)
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Final
 
 from kserve_v2.errors import InvalidInputError
-from kserve_v2.messages import (
-    InferRequest,
-)
-
-if TYPE_CHECKING:
-    pass
-
-
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    pass
-
-
-from kserve_v2.messages import new_infer_request
+from kserve_v2.messages import InferRequest, new_infer_request
 from kserve_v2.parameters import UINT64_MAX, ParameterValue, validate_parameters
 from kserve_v2.tensors import InferInput, RequestedOutput
 
+if TYPE_CHECKING:
+    from kserve_v2.datatypes import BytesLike
+
 __all__ = [
+    "COMPRESSIONS",
     "Headers",
     "InputsArg",
     "LogSettingValue",
     "OutputsArg",
     "TraceSettingValue",
     "build_infer_request",
+    "check_bool",
+    "check_compression",
     "check_max_response_size",
+    "check_model_name",
+    "check_optional_model",
+    "check_query",
+    "check_region_name",
+    "check_statistics_target",
+    "check_timeout",
+    "check_version",
+    "cuda_shm_registration",
+    "header_pairs",
     "log_settings_update",
     "normalize_load_request",
+    "system_shm_registration",
     "trace_settings_update",
 ]
+
+#: Extra headers: a mapping or a sequence of (name, value) pairs.
+Headers = Mapping[str, str] | Sequence[tuple[str, str]]
+
+#: Compression algorithms of request bodies (HTTP ``Content-Encoding``) and messages (gRPC).
+COMPRESSIONS: Final = ("gzip", "deflate")
+
+# The limit of uint32 fields (Triton's log_verbose_level).
+_UINT32_LIMIT: Final = 2**32
+
+
+# ------------------------------------------------------------------ per-call options
+
+
+def check_timeout(value: object, what: str = "timeout") -> float | None:
+    """``value`` if it is a timeout in seconds: a positive number, or None (no override)."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
+        raise InvalidInputError(
+            f"{what} must be a positive number of seconds or None, got {value!r}", value=value
+        )
+    return value
+
+
+def check_compression(value: object, what: str = "compression") -> str | None:
+    """``value`` if it names a compression algorithm both protocols support (or is None)."""
+    if value is None or (isinstance(value, str) and value in COMPRESSIONS):
+        return value
+    raise InvalidInputError(
+        f"{what} must be one of {COMPRESSIONS} or None, got {value!r}", value=value
+    )
+
+
+def header_pairs(headers: Headers) -> list[tuple[str, str]]:
+    """``headers`` as a list of (name, value) string pairs (no protocol's rules applied yet).
+
+    Example::
+
+        >>> header_pairs({"Authorization": "Bearer t"})
+        [('Authorization', 'Bearer t')]
+    """
+    items: Iterable[object]
+    candidate: object = headers  # what the caller passed, whatever its annotation says
+    if isinstance(candidate, Mapping):
+        items = candidate.items()
+    elif isinstance(candidate, Sequence) and not isinstance(candidate, str | bytes):
+        items = candidate
+    else:
+        raise InvalidInputError(
+            "headers must be a mapping or a sequence of (name, value) pairs, got "
+            f"{type(headers).__name__}",
+            value=headers,
+        )
+    out = []
+    for item in items:
+        if not isinstance(item, tuple | list) or len(item) != 2:
+            raise InvalidInputError(f"headers must be (name, value) pairs, got {item!r}")
+        key, value = item
+        if not isinstance(key, str) or not isinstance(value, str):
+            raise InvalidInputError(f"header {key!r}: names and values must be str", value=key)
+        out.append((key, value))
+    return out
+
+
+def check_query(query: object) -> None:
+    """Check extra URL query parameters: a mapping or a sequence of (name, value) pairs."""
+    if isinstance(query, Mapping):
+        keys: list[object] = list(query)
+    elif isinstance(query, Sequence) and not isinstance(query, str | bytes):
+        keys = []
+        for item in query:
+            if not isinstance(item, tuple | list) or len(item) != 2:
+                raise InvalidInputError(
+                    f"query parameters must be (name, value) pairs, got {item!r}", value=item
+                )
+            keys.append(item[0])
+    else:
+        raise InvalidInputError(
+            "query must be a mapping or a sequence of (name, value) pairs", value=query
+        )
+    for key in keys:
+        if not isinstance(key, str) or not key:
+            raise InvalidInputError(
+                f"query parameter names must be non-empty strings, got {key!r}", value=key
+            )
+
+
+def check_bool(value: object, what: str) -> bool:
+    """``value`` if it is a bool (a truthy string such as ``"no"`` is a bug, not a flag)."""
+    if value is not True and value is not False:
+        raise InvalidInputError(f"{what} must be a bool, got {value!r}", value=value)
+    return value
+
+
+# ------------------------------------------------------------- models and regions
+
+
+def check_model_name(model: object) -> str:
+    """``model`` if it is a model name: a non-empty string."""
+    if not isinstance(model, str) or not model:
+        raise InvalidInputError(
+            f"model name must be a non-empty string, got {model!r}", value=model
+        )
+    return model
+
+
+def check_optional_model(model: object) -> str:
+    """``model`` for calls that take ``""`` for "every model" or "global" (a string)."""
+    if not isinstance(model, str):
+        raise InvalidInputError(
+            f"model name must be a string ('' for none), got {model!r}", value=model
+        )
+    return model
+
+
+def check_version(version: object) -> str:
+    """A model version as sent: a string (``""``: the server's choice) or a non-negative
+    integer, which becomes its decimal text.
+
+    Example::
+
+        >>> check_version(2), check_version("3"), check_version("")
+        ('2', '3', '')
+    """
+    if isinstance(version, str):
+        return version
+    if isinstance(version, bool) or not isinstance(version, int) or version < 0:
+        raise InvalidInputError(
+            f"model version must be a str or a non-negative int, got {version!r}", value=version
+        )
+    return str(version)
+
+
+def check_statistics_target(model: object, version: object) -> tuple[str, str]:
+    """``(model, version)`` of ``model_statistics``: both optional, but a version needs a
+    model."""
+    name = check_optional_model(model)
+    text = check_version(version)
+    if text and not name:
+        raise InvalidInputError("model_statistics: a version needs a model name", value=text)
+    return name, text
+
+
+def check_region_name(region: object, *, required: bool) -> str:
+    """A shared-memory region name. Registration needs one; the status and unregister calls
+    take ``""`` for every region."""
+    if not isinstance(region, str) or (required and not region):
+        want = "a non-empty string" if required else "a string ('' for every region)"
+        raise InvalidInputError(f"region name must be {want}, got {region!r}", value=region)
+    return region
+
+
+def system_shm_registration(
+    region: str, key: str, byte_size: int, offset: int
+) -> tuple[str, dict[str, Any]]:
+    """Check a system shared-memory registration: the region name and
+    ``{"key", "offset", "byte_size"}`` (the REST body; gRPC sends the same fields)."""
+    name = check_region_name(region, required=True)
+    # Imported here: most programs never touch shared memory.
+    from kserve_v2.shm.system import system_register_body
+
+    return name, system_register_body(key, offset, byte_size)
+
+
+def cuda_shm_registration(
+    region: str, raw_handle: BytesLike, device_id: int, byte_size: int
+) -> tuple[str, bytes, int, int]:
+    """Check a CUDA shared-memory registration: ``(region, raw_handle, device_id,
+    byte_size)`` with the 64 handle bytes as ``bytes``."""
+    name = check_region_name(region, required=True)
+    from kserve_v2.shm.cuda import cuda_register_body
+
+    body = cuda_register_body(raw_handle, device_id, byte_size)
+    return name, bytes(raw_handle), body["device_id"], body["byte_size"]
+
+
+# ------------------------------------------------------------------------------ infer
+
 
 #: ``{"name": array_or_list, ...}`` or a sequence of :class:`InferInput`.
 InputsArg = Mapping[str, Any] | Sequence[InferInput]
@@ -124,20 +309,27 @@ def build_infer_request(
 ) -> InferRequest:
     """Validate ``infer``'s arguments and build the protocol-neutral request.
 
+    ``version`` is a string or a non-negative integer (see :func:`check_version`).
+
     ``sequence_*`` (sequence extension), ``priority`` and ``timeout_us`` (schedule-policy
     extension; the server-side queue timeout in **microseconds**) become the reserved request
     parameters Triton reads.
     """
+    # Each check below costs one comparison when its argument has its default value.
     if not isinstance(model, str) or not model:
         raise InvalidInputError(
             f"model name must be a non-empty string, got {model!r}", value=model
         )
+    if allow_reserved is not False:
+        check_bool(allow_reserved, "allow_reserved")
     params = validate_parameters(parameters, where="request", allow_reserved=allow_reserved)
     if sequence_id is not None:
         params["sequence_id"] = _sequence_id(sequence_id)
-        params["sequence_start"] = bool(sequence_start)
-        params["sequence_end"] = bool(sequence_end)
-    elif sequence_start or sequence_end:
+        params["sequence_start"] = check_bool(sequence_start, "sequence_start")
+        params["sequence_end"] = check_bool(sequence_end, "sequence_end")
+    elif sequence_start is not False or sequence_end is not False:
+        check_bool(sequence_start, "sequence_start")
+        check_bool(sequence_end, "sequence_end")
         raise InvalidInputError("sequence_start/sequence_end need a sequence_id")
     for key, value in (("priority", priority), ("timeout", timeout_us)):
         if value is None:
@@ -151,7 +343,7 @@ def build_infer_request(
         model,
         _inputs(inputs),
         _outputs(outputs),
-        str(version) if version not in (None, "") else "",
+        "" if version == "" else check_version(version),
         request_id,
         params,
     )
@@ -272,7 +464,7 @@ def trace_settings_update(settings: Mapping[str, Any]) -> dict[str, TraceSetting
 
 
 def log_settings_update(settings: Mapping[str, Any]) -> dict[str, LogSettingValue]:
-    """Check log settings: values are ``bool``, ``int`` or ``str``.
+    """Check log settings: values are ``bool``, ``int`` (uint32) or ``str``.
 
     Example::
 
@@ -289,9 +481,14 @@ def log_settings_update(settings: Mapping[str, Any]) -> dict[str, LogSettingValu
             raise InvalidInputError(
                 f"log setting {key!r}: expected a bool, int or str, got {value!r}", value=value
             )
+        # Triton's integer log settings (log_verbose_level) are uint32 on both protocols.
+        if (
+            isinstance(value, int)
+            and not isinstance(value, bool)
+            and not 0 <= value < _UINT32_LIMIT
+        ):
+            raise InvalidInputError(
+                f"log setting {key!r}: {value} is outside the uint32 range", value=value
+            )
         out[key] = value
     return out
-
-
-#: Extra headers: a mapping or a sequence of (name, value) pairs.
-Headers = Mapping[str, str] | Sequence[tuple[str, str]]

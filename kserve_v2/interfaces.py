@@ -1,10 +1,19 @@
-"""The transport interface: bytes in, bytes out, nothing about the protocol.
+"""The I/O interfaces: what the backends' prepared calls need of a transport or channel.
 
-A transport moves one HTTP exchange. The client facade builds an :class:`HTTPRequest` with the
-REST codec, hands it to a transport, and decodes the :class:`HTTPResponse` with the codec again.
+Each is small, like httpx's ``BaseTransport``. HTTP: a :class:`Transport` (or
+:class:`AsyncTransport`) moves one HTTP exchange, bytes in, bytes out, nothing about the
+protocol. gRPC: one interface per kind of call, each of one method: :class:`UnaryChannel`
+(``call_unary``) and :class:`SyncStreamChannel` (``open_stream``), and their asyncio twins.
+Both gRPC transports (native and grpcio) implement them; :class:`Channel` and
+:class:`AsyncChannel` are what a client owns (both kinds of call, and ``close``). mypy checks
+that every transport keeps its interfaces (the ``TYPE_CHECKING`` block at the end of
+:mod:`kserve_v2.client.base`).
+
+The client facade builds an :class:`HTTPRequest` with the REST codec, hands it to a
+transport, and decodes the :class:`HTTPResponse` with the codec again.
 Sync and async transports are twins with the same value objects.
 
-Contract every transport keeps:
+Contract every HTTP transport keeps:
 
 * ``HTTPRequest.body`` is a sequence of bytes-like buffers sent back to back, never joined
   into one bytes object by the transport (large tensors travel as memoryviews of numpy data).
@@ -24,28 +33,25 @@ Contract every transport keeps:
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Final, Protocol
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager, AbstractContextManager
+from dataclasses import dataclass, field
+from typing import Final, Protocol, runtime_checkable
 
 from kserve_v2.datatypes import BytesLike
 from kserve_v2.grpc.config import ChannelConfig, Metadata
 
-if TYPE_CHECKING:
-    from kserve_v2.datatypes import BytesLike
-
-from collections.abc import AsyncIterator
-from contextlib import AbstractAsyncContextManager, AbstractContextManager
-from dataclasses import field
-from typing import runtime_checkable
-
 __all__ = [
+    "AsyncChannel",
     "AsyncStreamCall",
     "AsyncStreamChannel",
     "AsyncStreamingResponse",
     "AsyncTransport",
+    "AsyncUnaryChannel",
     "BytesLike",
     "CLOSED_FOR_SENDING",
+    "Channel",
+    "GRPCMessage",
     "HTTPRequest",
     "HTTPResponse",
     "StreamMessage",
@@ -53,6 +59,7 @@ __all__ = [
     "SyncStreamCall",
     "SyncStreamChannel",
     "Transport",
+    "UnaryChannel",
 ]
 
 
@@ -132,9 +139,12 @@ class AsyncTransport(Protocol):
     async def aclose(self) -> None: ...
 
 
-#: One response message of a stream call. The native transport hands over a message that
+#: One received gRPC message, serialized. The native transport hands over a message that
 #: arrived in pieces as the bytearray it was assembled in (not copied once more).
-StreamMessage = bytes | bytearray
+GRPCMessage = bytes | bytearray
+
+#: One response message of a stream call.
+StreamMessage = GRPCMessage
 
 
 CLOSED_FOR_SENDING: Final = "the stream is closed; open a new one with client.stream()"
@@ -189,6 +199,45 @@ class AsyncStreamCall(Protocol):
         """End the call now. Idempotent."""
 
 
+class UnaryChannel(Protocol):
+    """What a prepared unary call (:class:`~kserve_v2.grpc.backend.GRPCCall`) needs of a
+    synchronous channel.
+
+    ``call_unary`` sends one request message (``request``: the serialized message, or the
+    buffers whose concatenation it is, sent without being joined where the transport can)
+    and returns the response message with, when ``want_metadata``, the response metadata
+    (``()`` otherwise). ``timeout=None`` means no deadline, ``compression=None`` the
+    channel's default. Errors are kserve-v2 errors (a gRPC error status is a
+    :class:`~kserve_v2.errors.ServerError` with its ``grpc_code``).
+    """
+
+    def call_unary(
+        self,
+        method: str,
+        request: bytes | tuple[BytesLike, ...],
+        *,
+        timeout: float | None = None,
+        metadata: Metadata = (),
+        compression: str | None = None,
+        want_metadata: bool = False,
+    ) -> tuple[GRPCMessage, Metadata]: ...
+
+
+class AsyncUnaryChannel(Protocol):
+    """The asyncio twin of :class:`UnaryChannel`."""
+
+    async def call_unary(
+        self,
+        method: str,
+        request: bytes | tuple[BytesLike, ...],
+        *,
+        timeout: float | None = None,
+        metadata: Metadata = (),
+        compression: str | None = None,
+        want_metadata: bool = False,
+    ) -> tuple[GRPCMessage, Metadata]: ...
+
+
 class SyncStreamChannel(Protocol):
     """What :class:`~kserve_v2.grpc.stream.GRPCStream` needs of a channel."""
 
@@ -220,3 +269,15 @@ class AsyncStreamChannel(Protocol):
         metadata: Metadata = (),
         compression: str | None = None,
     ) -> AsyncStreamCall: ...
+
+
+class Channel(UnaryChannel, SyncStreamChannel, Protocol):
+    """A synchronous gRPC channel as a client owns it: unary calls, streams, ``close``."""
+
+    def close(self) -> None: ...
+
+
+class AsyncChannel(AsyncUnaryChannel, AsyncStreamChannel, Protocol):
+    """An asyncio gRPC channel as a client owns it: unary calls, streams, ``aclose``."""
+
+    async def aclose(self) -> None: ...

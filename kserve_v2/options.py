@@ -2,15 +2,24 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from kserve_v2.errors import InvalidInputError
 
 if TYPE_CHECKING:
     import ssl
 
-__all__ = ["DEFAULT_CONNECT_TIMEOUT", "DEFAULT_TIMEOUT", "GRPCKeepAlive", "TLSOptions"]
+__all__ = [
+    "DEFAULT_CONNECT_TIMEOUT",
+    "DEFAULT_TIMEOUT",
+    "GRPC_TRANSPORTS",
+    "GRPCKeepAlive",
+    "GRPCOptions",
+    "NATIVE_CHANNEL_OPTIONS",
+    "TLSOptions",
+]
 
 
 #: Default whole-request timeout in seconds (a hung server must not hang the caller forever).
@@ -76,3 +85,92 @@ class GRPCKeepAlive:
             ("grpc.keepalive_permit_without_calls", int(self.permit_without_calls)),
             ("grpc.http2.max_pings_without_data", self.http2_max_pings_without_data),
         )
+
+
+#: The gRPC transports: the library's own HTTP/2 client, or grpcio.
+GRPC_TRANSPORTS: Final = ("native", "grpcio")
+
+#: grpcio channel arguments the native transport honours too.
+NATIVE_CHANNEL_OPTIONS: Final = frozenset(
+    {"grpc.max_send_message_length", "grpc.max_receive_message_length"}
+)
+
+
+def _channel_option_pairs(options: object) -> tuple[tuple[str, Any], ...]:
+    if isinstance(options, Mapping):
+        items: Sequence[object] = list(options.items())
+    elif isinstance(options, Sequence) and not isinstance(options, str | bytes):
+        items = options
+    else:
+        raise InvalidInputError(
+            "gRPC channel options must be a mapping or a sequence of (name, value) pairs",
+            value=options,
+        )
+    pairs = []
+    for item in items:
+        if not isinstance(item, tuple | list) or len(item) != 2:
+            raise InvalidInputError(
+                f"gRPC channel options must be (name, value) pairs, got {item!r}", value=item
+            )
+        key, value = item
+        if not isinstance(key, str) or not key:
+            raise InvalidInputError(
+                f"gRPC channel option names must be non-empty strings, got {key!r}", value=key
+            )
+        pairs.append((key, value))
+    return tuple(pairs)
+
+
+@dataclass(frozen=True, slots=True)
+class GRPCOptions:
+    """The gRPC settings of a client (``grpc://`` and ``grpcs://`` URLs), checked when built.
+
+    ``transport``: ``"native"`` (default), the library's own HTTP/2 client, which needs no
+    grpcio and costs far less CPU per call; or ``"grpcio"``, which the other three settings
+    need (the native transport honours only the message-size channel options).
+    ``channel_options``: further grpcio channel arguments, a mapping or (name, value) pairs,
+    added to the defaults (unlimited message sizes); kept as a tuple of pairs.
+    ``credentials``: a ready ``grpc.ChannelCredentials`` for ``grpcs://`` (instead of the
+    files of :class:`TLSOptions`). ``keepalive``: keepalive pings (:class:`GRPCKeepAlive`).
+
+    The clients' ``grpc_transport``, ``grpc_options``, ``grpc_credentials`` and
+    ``grpc_keepalive`` keywords fill the same object.
+
+    Example::
+
+        Client("grpc://host:8001", grpc=GRPCOptions(
+            transport="grpcio", keepalive=GRPCKeepAlive(time_ms=30_000)))
+    """
+
+    transport: str = "native"
+    channel_options: Mapping[str, Any] | Sequence[tuple[str, Any]] = ()
+    credentials: Any = None
+    keepalive: GRPCKeepAlive | None = None
+
+    def __post_init__(self) -> None:
+        if self.transport not in GRPC_TRANSPORTS:
+            raise InvalidInputError(
+                f"the gRPC transport must be one of {GRPC_TRANSPORTS}, got {self.transport!r}",
+                value=self.transport,
+            )
+        if self.keepalive is not None and not isinstance(self.keepalive, GRPCKeepAlive):
+            raise InvalidInputError("keepalive must be a GRPCKeepAlive", value=self.keepalive)
+        pairs = _channel_option_pairs(self.channel_options)
+        object.__setattr__(self, "channel_options", pairs)
+        if self.transport == "native":
+            # The native transport cannot use grpcio objects or grpcio's other channel
+            # arguments: asking it to is an error, rather than a setting silently dropped.
+            problems = []
+            if self.credentials is not None:
+                problems.append("credentials (grpc_credentials)")
+            if self.keepalive is not None:
+                problems.append("keepalive (grpc_keepalive)")
+            if any(key not in NATIVE_CHANNEL_OPTIONS for key, _ in pairs):
+                names = " and ".join(sorted(NATIVE_CHANNEL_OPTIONS))
+                problems.append(f"channel options (grpc_options) other than {names}")
+            if problems:
+                raise InvalidInputError(
+                    f"{' and '.join(problems)} are grpcio settings: use "
+                    'GRPCOptions(transport="grpcio", ...) or grpc_transport="grpcio" '
+                    "(the default native transport does not use them)"
+                )

@@ -12,6 +12,7 @@ PUBLIC_API = {
     "Client",
     "Datatype",
     "DeadlineExceededError",
+    "GRPCOptions",
     "InferInput",
     "InferRequest",
     "InferResult",

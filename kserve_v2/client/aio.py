@@ -5,26 +5,23 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncGenerator, Mapping
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from kserve_v2.arguments import (
     Headers,
     InputsArg,
     OutputsArg,
     build_infer_request,
-    log_settings_update,
-    normalize_load_request,
-    trace_settings_update,
 )
 from kserve_v2.backend import Call
 from kserve_v2.client.base import ClientBase
 from kserve_v2.client.extensions import AsyncGenerateStream, region_call
 from kserve_v2.errors import InvalidInputError, TransportError
 from kserve_v2.hooks import WireHook
-from kserve_v2.interfaces import AsyncTransport
+from kserve_v2.interfaces import AsyncChannel, AsyncTransport
 from kserve_v2.messages import InferResult, ModelMetadata, RepositoryModel, ServerMetadata
 from kserve_v2.metrics import MetricFamily
-from kserve_v2.options import DEFAULT_CONNECT_TIMEOUT, DEFAULT_TIMEOUT, TLSOptions
+from kserve_v2.options import DEFAULT_CONNECT_TIMEOUT, DEFAULT_TIMEOUT, GRPCOptions, TLSOptions
 from kserve_v2.parameters import ParameterValue
 from kserve_v2.rest.backend import HTTPBackend, metrics_call
 from kserve_v2.rest.paths import QueryParams
@@ -74,6 +71,8 @@ class AsyncClient(ClientBase):
         wire_hook: called with a :class:`WireMessage` for every message sent and received.
         verbose: print every message to stderr (credentials redacted).
         max_concurrency: most requests in flight at once (others wait their turn).
+        grpc: gRPC only: the gRPC settings (:class:`~kserve_v2.GRPCOptions`): transport, grpcio
+            channel arguments, credentials, keepalive; or give them as the four keywords below.
         grpc_options: gRPC only: further grpcio channel arguments, added to the defaults
             (unlimited message sizes), e.g. ``{"grpc.max_receive_message_length": 2**28}``.
         grpc_credentials: gRPC only: a ready ``grpc.ChannelCredentials`` for ``grpcs://``
@@ -108,6 +107,7 @@ class AsyncClient(ClientBase):
         wire_hook: WireHook | None = None,
         verbose: bool = False,
         max_concurrency: int | None = None,
+        grpc: GRPCOptions | None = None,
         grpc_options: Mapping[str, Any] | None = None,
         grpc_credentials: Any = None,
         grpc_keepalive: GRPCKeepAlive | None = None,
@@ -125,6 +125,7 @@ class AsyncClient(ClientBase):
             tls=tls,
             wire_hook=wire_hook,
             verbose=verbose,
+            grpc=grpc,
             grpc_options=grpc_options,
             grpc_credentials=grpc_credentials,
             grpc_keepalive=grpc_keepalive,
@@ -133,7 +134,9 @@ class AsyncClient(ClientBase):
         )
         if transport is not None:
             self._check_foreign_transport()
-        self._io: Any = transport if transport is not None else self._default_io(pool_size)
+        self._io: AsyncTransport | AsyncChannel = (
+            transport if transport is not None else self._default_io(pool_size)
+        )
         self._owns_io = transport is None
         if max_concurrency is not None and (
             isinstance(max_concurrency, bool)
@@ -146,7 +149,7 @@ class AsyncClient(ClientBase):
         # Requests past the limit wait here, before taking a connection or any memory.
         self._limit = asyncio.Semaphore(max_concurrency) if max_concurrency else None
 
-    def _default_io(self, pool_size: int) -> Any:
+    def _default_io(self, pool_size: int) -> AsyncTransport | AsyncChannel:
         if self.protocol == "grpc":
             if self.grpc_transport == "native":
                 from kserve_v2.transport.native import AsyncNativeGRPCChannel
@@ -161,7 +164,9 @@ class AsyncClient(ClientBase):
 
         return AsyncHTTPTransport(**self._transport_kwargs(pool_size))
 
-    async def _run(self, call: Call[T]) -> T:
+    async def _run(self, call: Call[T, Any, Any]) -> T:
+        # Any I/O type: self._io is of the protocol self._proto builds calls for (see
+        # ClientBase), a pairing made at run time that the type system cannot follow.
         if self._closed:  # also when the transport was passed in and is still open
             raise TransportError("the client is closed", url=self.url)
         if self._limit is None:
@@ -215,7 +220,7 @@ class AsyncClient(ClientBase):
     ) -> bool:
         """Whether ``model`` (optionally a given version) is ready for inference."""
         return await self._run(
-            self._proto.model_ready(model, str(version), headers=headers, timeout=timeout)
+            self._proto.model_ready(model, version, headers=headers, timeout=timeout)
         )
 
     async def server_metadata(
@@ -234,7 +239,7 @@ class AsyncClient(ClientBase):
     ) -> ModelMetadata:
         """A model's platform, versions, inputs and outputs."""
         return await self._run(
-            self._proto.model_metadata(model, str(version), headers=headers, timeout=timeout)
+            self._proto.model_metadata(model, version, headers=headers, timeout=timeout)
         )
 
     async def supports_extension(
@@ -356,7 +361,7 @@ class AsyncClient(ClientBase):
         if self._closed:
             raise TransportError("the client is closed", url=self.url)
         stream = AsyncGRPCStream(
-            self._io,
+            cast(AsyncChannel, self._io),  # a gRPC client's I/O object is its channel
             self._proto,
             self._hook,
             headers=headers,
@@ -391,7 +396,7 @@ class AsyncClient(ClientBase):
             [i["name"] for i in config["input"]]
         """
         return await self._run(
-            self._proto.model_config(model, str(version), headers=headers, timeout=timeout)
+            self._proto.model_config(model, version, headers=headers, timeout=timeout)
         )
 
     async def model_statistics(
@@ -414,7 +419,7 @@ class AsyncClient(ClientBase):
             stats["inference_count"], stats["inference_stats"]["success"]["count"]
         """
         return await self._run(
-            self._proto.model_statistics(model, str(version), headers=headers, timeout=timeout)
+            self._proto.model_statistics(model, version, headers=headers, timeout=timeout)
         )
 
     async def repository_index(
@@ -461,10 +466,9 @@ class AsyncClient(ClientBase):
             await client.load_model("uploaded", config=config_json,
                               files={"1/model.py": Path("model.py").read_bytes()})
         """
-        config_text, wire_files = normalize_load_request(config, files)
         await self._run(
             self._proto.load_model(
-                model, config=config_text, files=wire_files, headers=headers, timeout=timeout
+                model, config=config, files=files, headers=headers, timeout=timeout
             )
         )
 
@@ -660,9 +664,8 @@ class AsyncClient(ClientBase):
             await client.update_trace_settings({"trace_rate": 100}, model="simple")
             await client.update_trace_settings({"trace_rate": None}, model="simple")   # reset
         """
-        normalized = trace_settings_update(settings)
         return await self._run(
-            self._proto.update_trace_settings(normalized, model, headers=headers, timeout=timeout)
+            self._proto.update_trace_settings(settings, model, headers=headers, timeout=timeout)
         )
 
     async def log_settings(
@@ -689,9 +692,8 @@ class AsyncClient(ClientBase):
 
             await client.update_log_settings({"log_verbose_level": 1, "log_info": True})
         """
-        normalized = log_settings_update(settings)
         return await self._run(
-            self._proto.update_log_settings(normalized, headers=headers, timeout=timeout)
+            self._proto.update_log_settings(settings, headers=headers, timeout=timeout)
         )
 
     # -- generate and metrics (HTTP only) ----------------------------------------------------
@@ -724,7 +726,7 @@ class AsyncClient(ClientBase):
         """
         proto = self._http_only("generate")
         return await self._run(
-            proto.generate(model, payload, str(version), headers=headers, timeout=timeout)
+            proto.generate(model, payload, version, headers=headers, timeout=timeout)
         )
 
     def generate_stream(
@@ -755,8 +757,9 @@ class AsyncClient(ClientBase):
         if self._closed:
             raise TransportError("the client is closed", url=self.url)
         proto = self._http_only("generate_stream")
-        call = proto.generate_stream(model, payload, str(version), headers=headers, timeout=timeout)
-        events = call.astream(self._io, self._hook)
+        call = proto.generate_stream(model, payload, version, headers=headers, timeout=timeout)
+        # an HTTP client's I/O object is its transport
+        events = call.astream(cast(AsyncTransport, self._io), self._hook)
         if self._limit is None:
             return AsyncGenerateStream(events)
         return AsyncGenerateStream(self._limited(events, self._limit))

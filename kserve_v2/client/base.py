@@ -5,12 +5,18 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from kserve_v2.arguments import Headers, check_max_response_size
+from kserve_v2.arguments import (
+    Headers,
+    check_bool,
+    check_compression,
+    check_max_response_size,
+    check_timeout,
+)
 from kserve_v2.backend import Backend
 from kserve_v2.endpoint import Endpoint, parse_url
 from kserve_v2.errors import InvalidInputError
 from kserve_v2.hooks import WireHook, print_hook
-from kserve_v2.options import DEFAULT_CONNECT_TIMEOUT, DEFAULT_TIMEOUT, TLSOptions
+from kserve_v2.options import DEFAULT_CONNECT_TIMEOUT, DEFAULT_TIMEOUT, GRPCOptions, TLSOptions
 from kserve_v2.rest.backend import HTTPBackend
 
 if TYPE_CHECKING:
@@ -19,8 +25,55 @@ if TYPE_CHECKING:
 __all__ = ["ClientBase"]
 
 
+def _grpc_settings(
+    endpoint: Endpoint,
+    grpc: GRPCOptions | None,
+    *,
+    options: Mapping[str, Any] | None,
+    credentials: Any,
+    keepalive: GRPCKeepAlive | None,
+    transport: str,
+) -> GRPCOptions:
+    """The client's :class:`GRPCOptions`: ``grpc`` itself, or the one the ``grpc_*``
+    keywords describe (giving both is an error; so is either, but for defaults, with an
+    ``http://`` URL)."""
+    keywords = (
+        bool(options) or credentials is not None or keepalive is not None or transport != "native"
+    )
+    if grpc is not None:
+        if not isinstance(grpc, GRPCOptions):
+            raise InvalidInputError("grpc must be a GRPCOptions", value=grpc)
+        if keywords:
+            raise InvalidInputError(
+                "give the gRPC settings either as grpc=GRPCOptions(...) or as the grpc_options, "
+                "grpc_credentials, grpc_keepalive and grpc_transport keywords, not both"
+            )
+    if endpoint.protocol == "http":
+        if keywords or (grpc is not None and grpc != GRPCOptions()):
+            raise InvalidInputError(
+                "gRPC settings (grpc=, grpc_options, grpc_credentials, grpc_keepalive, "
+                "grpc_transport) apply to grpc:// and grpcs:// URLs only"
+            )
+        return GRPCOptions()
+    if grpc is not None:
+        return grpc
+    return GRPCOptions(
+        transport=transport,
+        channel_options=options or (),
+        credentials=credentials,
+        keepalive=keepalive,
+    )
+
+
 class ClientBase:
-    """Parses the URL, validates options and builds the protocol object."""
+    """Parses the URL, validates options and builds the protocol object.
+
+    The URL picks the protocol at run time, so the clients hold a backend of either protocol
+    (``Backend[Any, Any]``) and the I/O object of that same protocol, both made here from the
+    same URL: that pairing is the one fact about calls and I/O objects that mypy cannot
+    follow, and the reason ``_run`` takes a call of any I/O type. Everything below the
+    clients is typed with the I/O interface of its protocol.
+    """
 
     def __init__(
         self,
@@ -35,6 +88,7 @@ class ClientBase:
         tls: TLSOptions | None = None,
         wire_hook: WireHook | None = None,
         verbose: bool = False,
+        grpc: GRPCOptions | None = None,
         grpc_options: Mapping[str, Any] | None = None,
         grpc_credentials: Any = None,
         grpc_keepalive: GRPCKeepAlive | None = None,
@@ -43,11 +97,9 @@ class ClientBase:
     ) -> None:
         self.endpoint: Endpoint = parse_url(url)
         self.max_response_size = check_max_response_size(max_response_size)
-        for name, value in (("timeout", timeout), ("connect_timeout", connect_timeout)):
-            if value is not None and (isinstance(value, bool) or not value > 0):
-                raise InvalidInputError(f"{name} must be a positive number or None", value=value)
-        self.timeout = timeout
-        self.connect_timeout = connect_timeout
+        # The default transports take the timeouts too (the backends check the other options).
+        self.timeout = check_timeout(timeout, "timeout")
+        self.connect_timeout = check_timeout(connect_timeout, "connect_timeout")
         self.tls = tls or TLSOptions()
         if (tls is not None) and not self.endpoint.tls and tls != TLSOptions():
             raise InvalidInputError(
@@ -57,18 +109,17 @@ class ClientBase:
         self._closed = False
         # Open gRPC streams, cancelled when the client closes (their threads/tasks end then).
         self._streams: set[Any] = set()
+        self._grpc = _grpc_settings(
+            self.endpoint,
+            grpc,
+            options=grpc_options,
+            credentials=grpc_credentials,
+            keepalive=grpc_keepalive,
+            transport=grpc_transport,
+        )
+        self._proto: Backend[Any, Any]
         if self.endpoint.protocol == "http":
-            if (
-                grpc_options
-                or grpc_credentials is not None
-                or grpc_keepalive is not None
-                or grpc_transport != "native"
-            ):
-                raise InvalidInputError(
-                    "grpc_options, grpc_credentials, grpc_keepalive and grpc_transport apply "
-                    "to grpc:// and grpcs:// URLs only"
-                )
-            self._proto: Backend = HTTPBackend(
+            self._proto = HTTPBackend(
                 self.endpoint,
                 headers=headers,
                 timeout=timeout,
@@ -79,33 +130,40 @@ class ClientBase:
         else:
             # Imported here: kserve_v2 must import without grpcio and protobuf.
             from kserve_v2.grpc.backend import GRPCBackend
-            from kserve_v2.grpc.config import channel_config, check_compression, check_transport
+            from kserve_v2.grpc.config import channel_config
 
-            # gRPC always accepts gzip/deflate answers; the server chooses whether to compress.
+            # No use over gRPC, but a bad value is a mistake all the same. gRPC always accepts
+            # gzip/deflate answers; the server chooses whether to compress.
+            check_bool(binary, "binary")
             check_compression(accept_compression, "accept_compression")
-            check_compression(request_compression, "request_compression")
-            if max_response_size is not None:  # explicit grpc_options win
-                grpc_options = {
-                    "grpc.max_receive_message_length": max_response_size,
-                    **(grpc_options or {}),
-                }
-            self._grpc_config = channel_config(
-                self.endpoint,
-                tls=tls,
-                credentials=grpc_credentials,
-                keepalive=grpc_keepalive,
-                options=grpc_options,
-                compression=request_compression,
-            )
-            self.grpc_transport = check_transport(
-                grpc_transport, self._grpc_config, grpc_credentials, grpc_options
-            )
             self._proto = GRPCBackend(
                 self.endpoint,
                 headers=headers,
                 timeout=timeout,
                 compression=request_compression,
             )
+            given_options = self._grpc.channel_options  # (name, value) pairs once built
+            channel_options = tuple(
+                given_options.items() if isinstance(given_options, Mapping) else given_options
+            )
+            if max_response_size is not None:  # explicit channel options win
+                channel_options = (
+                    ("grpc.max_receive_message_length", max_response_size),
+                    *channel_options,
+                )
+            self._grpc_config = channel_config(
+                self.endpoint,
+                tls=tls,
+                credentials=self._grpc.credentials,
+                keepalive=self._grpc.keepalive,
+                options=channel_options,
+                compression=request_compression,
+            )
+
+    @property
+    def grpc_transport(self) -> str:
+        """The gRPC transport: ``"native"`` or ``"grpcio"`` (see :class:`GRPCOptions`)."""
+        return self._grpc.transport
 
     def _check_foreign_transport(self) -> None:
         """A transport passed in: only HTTP clients take one, and it has its own settings."""
@@ -149,3 +207,35 @@ class ClientBase:
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.url!r})"
+
+
+if TYPE_CHECKING:
+    # mypy checks that every transport keeps the I/O interface the calls of its protocol run
+    # on (nothing here runs): the HTTP transports are Transports, both gRPC transports are
+    # Channels (UnaryChannel for unary calls, SyncStreamChannel for streams, and close).
+    from kserve_v2.interfaces import AsyncChannel, AsyncTransport, Channel, Transport
+    from kserve_v2.transport.aio import AsyncHTTPTransport
+    from kserve_v2.transport.grpcio import AsyncGRPCChannel, GRPCChannel
+    from kserve_v2.transport.httpx import AsyncHTTPXTransport, HTTPXTransport
+    from kserve_v2.transport.native import AsyncNativeGRPCChannel, NativeGRPCChannel
+    from kserve_v2.transport.stdlib import HTTPTransport
+
+    def _transports_keep_the_interfaces(
+        stdlib: HTTPTransport,
+        httpx: HTTPXTransport,
+        aio: AsyncHTTPTransport,
+        async_httpx: AsyncHTTPXTransport,
+        native: NativeGRPCChannel,
+        grpcio: GRPCChannel,
+        async_native: AsyncNativeGRPCChannel,
+        async_grpcio: AsyncGRPCChannel,
+    ) -> None:
+        # One assignment each, so that mypy names the transport and the member that differs.
+        _stdlib: Transport = stdlib
+        _httpx: Transport = httpx
+        _aio: AsyncTransport = aio
+        _async_httpx: AsyncTransport = async_httpx
+        _native: Channel = native
+        _grpcio: Channel = grpcio
+        _async_native: AsyncChannel = async_native
+        _async_grpcio: AsyncChannel = async_grpcio

@@ -47,15 +47,19 @@ from __future__ import annotations
 
 from collections.abc import AsyncGenerator, AsyncIterator, Generator, Iterator
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from kserve_v2.errors import InvalidInputError
 
 if TYPE_CHECKING:
+    from kserve_v2.arguments import Headers
     from kserve_v2.backend import Backend, Call
     from kserve_v2.shm import CudaSharedMemoryRegion, SystemSharedMemoryRegion
 
 __all__ = ["AsyncGenerateStream", "GenerateStream", "region_call"]
+
+IO = TypeVar("IO")
+AIO = TypeVar("AIO")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -67,27 +71,37 @@ __all__ = ["AsyncGenerateStream", "GenerateStream", "region_call"]
 
 
 def region_call(
-    backend: Backend,
+    backend: Backend[IO, AIO],
     region: SystemSharedMemoryRegion | CudaSharedMemoryRegion,
     *,
     register: bool,
-    **kw: Any,
-) -> Call[None]:
+    headers: Headers | None = None,
+    timeout: float | None = None,
+) -> Call[None, IO, AIO]:
     """The register (or unregister) call for a region object, system or CUDA."""
     # Imported here: the facades import this module, and most programs never touch shm.
     from kserve_v2.shm import CudaSharedMemoryRegion, SystemSharedMemoryRegion
 
     if isinstance(region, SystemSharedMemoryRegion):
         if not register:
-            return backend.unregister_system_shared_memory(region.name, **kw)
+            return backend.unregister_system_shared_memory(
+                region.name, headers=headers, timeout=timeout
+            )
         return backend.register_system_shared_memory(
-            region.name, region.key, region.byte_size, **kw
+            region.name, region.key, region.byte_size, headers=headers, timeout=timeout
         )
     if isinstance(region, CudaSharedMemoryRegion):
         if not register:
-            return backend.unregister_cuda_shared_memory(region.name, **kw)
+            return backend.unregister_cuda_shared_memory(
+                region.name, headers=headers, timeout=timeout
+            )
         return backend.register_cuda_shared_memory(
-            region.name, region.raw_handle, region.device_id, region.byte_size, **kw
+            region.name,
+            region.raw_handle,
+            region.device_id,
+            region.byte_size,
+            headers=headers,
+            timeout=timeout,
         )
     raise InvalidInputError(
         "region must be a SystemSharedMemoryRegion or CudaSharedMemoryRegion, "

@@ -4,26 +4,23 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from kserve_v2.arguments import (
     Headers,
     InputsArg,
     OutputsArg,
     build_infer_request,
-    log_settings_update,
-    normalize_load_request,
-    trace_settings_update,
 )
 from kserve_v2.backend import Call
 from kserve_v2.client.base import ClientBase
 from kserve_v2.client.extensions import GenerateStream, region_call
 from kserve_v2.errors import InvalidInputError, TransportError
 from kserve_v2.hooks import WireHook
-from kserve_v2.interfaces import Transport
+from kserve_v2.interfaces import Channel, Transport
 from kserve_v2.messages import InferResult, ModelMetadata, RepositoryModel, ServerMetadata
 from kserve_v2.metrics import MetricFamily
-from kserve_v2.options import DEFAULT_CONNECT_TIMEOUT, DEFAULT_TIMEOUT, TLSOptions
+from kserve_v2.options import DEFAULT_CONNECT_TIMEOUT, DEFAULT_TIMEOUT, GRPCOptions, TLSOptions
 from kserve_v2.parameters import ParameterValue
 from kserve_v2.rest.backend import HTTPBackend, metrics_call
 from kserve_v2.rest.paths import QueryParams
@@ -72,6 +69,8 @@ class Client(ClientBase):
         transport: a ready transport (e.g. ``HTTPXTransport(...)``) instead of the default.
         wire_hook: called with a :class:`WireMessage` for every message sent and received.
         verbose: print every message to stderr (credentials redacted).
+        grpc: gRPC only: the gRPC settings (:class:`~kserve_v2.GRPCOptions`): transport, grpcio
+            channel arguments, credentials, keepalive; or give them as the four keywords below.
         grpc_options: gRPC only: further grpcio channel arguments, added to the defaults
             (unlimited message sizes), e.g. ``{"grpc.max_receive_message_length": 2**28}``.
         grpc_credentials: gRPC only: a ready ``grpc.ChannelCredentials`` for ``grpcs://``
@@ -112,6 +111,7 @@ class Client(ClientBase):
         transport: Transport | None = None,
         wire_hook: WireHook | None = None,
         verbose: bool = False,
+        grpc: GRPCOptions | None = None,
         grpc_options: Mapping[str, Any] | None = None,
         grpc_credentials: Any = None,
         grpc_keepalive: GRPCKeepAlive | None = None,
@@ -129,6 +129,7 @@ class Client(ClientBase):
             tls=tls,
             wire_hook=wire_hook,
             verbose=verbose,
+            grpc=grpc,
             grpc_options=grpc_options,
             grpc_credentials=grpc_credentials,
             grpc_keepalive=grpc_keepalive,
@@ -137,10 +138,12 @@ class Client(ClientBase):
         )
         if transport is not None:
             self._check_foreign_transport()
-        self._io: Any = transport if transport is not None else self._default_io(pool_size)
+        self._io: Transport | Channel = (
+            transport if transport is not None else self._default_io(pool_size)
+        )
         self._owns_io = transport is None
 
-    def _default_io(self, pool_size: int) -> Any:
+    def _default_io(self, pool_size: int) -> Transport | Channel:
         if self.protocol == "grpc":
             if self.grpc_transport == "native":
                 from kserve_v2.transport.native import NativeGRPCChannel
@@ -153,7 +156,9 @@ class Client(ClientBase):
 
         return HTTPTransport(**self._transport_kwargs(pool_size))
 
-    def _run(self, call: Call[T]) -> T:
+    def _run(self, call: Call[T, Any, Any]) -> T:
+        # Any I/O type: self._io is of the protocol self._proto builds calls for (see
+        # ClientBase), a pairing made at run time that the type system cannot follow.
         if self._closed:  # also when the transport was passed in and is still open
             raise TransportError("the client is closed", url=self.url)
         return call.run(self._io, self._hook)
@@ -203,9 +208,7 @@ class Client(ClientBase):
         timeout: float | None = None,
     ) -> bool:
         """Whether ``model`` (optionally a given version) is ready for inference."""
-        return self._run(
-            self._proto.model_ready(model, str(version), headers=headers, timeout=timeout)
-        )
+        return self._run(self._proto.model_ready(model, version, headers=headers, timeout=timeout))
 
     def server_metadata(
         self, *, headers: Headers | None = None, timeout: float | None = None
@@ -223,7 +226,7 @@ class Client(ClientBase):
     ) -> ModelMetadata:
         """A model's platform, versions, inputs and outputs."""
         return self._run(
-            self._proto.model_metadata(model, str(version), headers=headers, timeout=timeout)
+            self._proto.model_metadata(model, version, headers=headers, timeout=timeout)
         )
 
     def supports_extension(
@@ -361,7 +364,7 @@ class Client(ClientBase):
         if self._closed:
             raise TransportError("the client is closed", url=self.url)
         stream = GRPCStream(
-            self._io,
+            cast(Channel, self._io),  # a gRPC client's I/O object is its channel
             self._proto,
             self._hook,
             headers=headers,
@@ -395,9 +398,7 @@ class Client(ClientBase):
             config["max_batch_size"]          # 8
             [i["name"] for i in config["input"]]
         """
-        return self._run(
-            self._proto.model_config(model, str(version), headers=headers, timeout=timeout)
-        )
+        return self._run(self._proto.model_config(model, version, headers=headers, timeout=timeout))
 
     def model_statistics(
         self,
@@ -419,7 +420,7 @@ class Client(ClientBase):
             stats["inference_count"], stats["inference_stats"]["success"]["count"]
         """
         return self._run(
-            self._proto.model_statistics(model, str(version), headers=headers, timeout=timeout)
+            self._proto.model_statistics(model, version, headers=headers, timeout=timeout)
         )
 
     def repository_index(
@@ -466,10 +467,9 @@ class Client(ClientBase):
             client.load_model("uploaded", config=config_json,
                               files={"1/model.py": Path("model.py").read_bytes()})
         """
-        config_text, wire_files = normalize_load_request(config, files)
         self._run(
             self._proto.load_model(
-                model, config=config_text, files=wire_files, headers=headers, timeout=timeout
+                model, config=config, files=files, headers=headers, timeout=timeout
             )
         )
 
@@ -663,9 +663,8 @@ class Client(ClientBase):
             client.update_trace_settings({"trace_rate": 100}, model="simple")
             client.update_trace_settings({"trace_rate": None}, model="simple")   # reset
         """
-        normalized = trace_settings_update(settings)
         return self._run(
-            self._proto.update_trace_settings(normalized, model, headers=headers, timeout=timeout)
+            self._proto.update_trace_settings(settings, model, headers=headers, timeout=timeout)
         )
 
     def log_settings(
@@ -692,9 +691,8 @@ class Client(ClientBase):
 
             client.update_log_settings({"log_verbose_level": 1, "log_info": True})
         """
-        normalized = log_settings_update(settings)
         return self._run(
-            self._proto.update_log_settings(normalized, headers=headers, timeout=timeout)
+            self._proto.update_log_settings(settings, headers=headers, timeout=timeout)
         )
 
     # -- generate and metrics (HTTP only) ----------------------------------------------------
@@ -726,9 +724,7 @@ class Client(ClientBase):
             print(answer["text_output"])
         """
         proto = self._http_only("generate")
-        return self._run(
-            proto.generate(model, payload, str(version), headers=headers, timeout=timeout)
-        )
+        return self._run(proto.generate(model, payload, version, headers=headers, timeout=timeout))
 
     def generate_stream(
         self,
@@ -756,8 +752,9 @@ class Client(ClientBase):
         if self._closed:
             raise TransportError("the client is closed", url=self.url)
         proto = self._http_only("generate_stream")
-        call = proto.generate_stream(model, payload, str(version), headers=headers, timeout=timeout)
-        return GenerateStream(call.stream(self._io, self._hook))
+        call = proto.generate_stream(model, payload, version, headers=headers, timeout=timeout)
+        # an HTTP client's I/O object is its transport
+        return GenerateStream(call.stream(cast(Transport, self._io), self._hook))
 
     def metrics(
         self,

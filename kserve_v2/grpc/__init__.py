@@ -27,7 +27,7 @@ Example::
 
 from typing import TYPE_CHECKING
 
-from kserve_v2.options import GRPCKeepAlive
+from kserve_v2.options import GRPCKeepAlive, GRPCOptions
 
 if TYPE_CHECKING:
     from kserve_v2.grpc.stream import (
@@ -47,4 +47,11 @@ else:
         ),
     )
 
-__all__ = ["AsyncGRPCStream", "AsyncStreamRequest", "GRPCKeepAlive", "GRPCStream", "StreamRequest"]
+__all__ = [
+    "AsyncGRPCStream",
+    "AsyncStreamRequest",
+    "GRPCKeepAlive",
+    "GRPCOptions",
+    "GRPCStream",
+    "StreamRequest",
+]

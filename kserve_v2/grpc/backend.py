@@ -2,19 +2,22 @@
 
 Each method of :class:`GRPCBackend` returns a :class:`GRPCCall`: the RPC's full method name,
 the serialized request, the call's metadata, deadline and compression, and the function that
-turns the response bytes into the method's result. The clients run it through their channel
-(:class:`~kserve_v2.transport.grpcio.GRPCChannel` or its asyncio twin); only ``run``/``arun``
-touch I/O, so the sync and async clients share everything else.
+turns the response bytes into the method's result. The clients run it through their channel:
+anything with ``call_unary`` (:class:`~kserve_v2.interfaces.UnaryChannel`, or its asyncio
+twin), i.e. either transport, native or grpcio; only ``run``/``arun`` touch I/O, so the sync and
+async clients share everything else. Arguments are checked with :mod:`kserve_v2.arguments`,
+as the HTTP backend checks them.
 
 Example::
 
     from kserve_v2.endpoint import parse_url
-    from kserve_v2.transport.grpcio import GRPCChannel
+    from kserve_v2.transport.native import NativeGRPCChannel
     from kserve_v2.grpc.config import channel_config
     from kserve_v2.grpc.backend import GRPCBackend
 
     endpoint = parse_url("grpc://localhost:8001")
-    proto, channel = GRPCBackend(endpoint, timeout=10.0), GRPCChannel(channel_config(endpoint))
+    proto = GRPCBackend(endpoint, timeout=10.0)
+    channel = NativeGRPCChannel(channel_config(endpoint))
     print(proto.server_metadata().run(channel, None))    # ServerMetadata(name='triton', ...)
 """
 
@@ -27,10 +30,26 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Generic, TypeVar
 
-from kserve_v2.arguments import Headers
+from kserve_v2.arguments import (
+    Headers,
+    check_bool,
+    check_compression,
+    check_model_name,
+    check_optional_model,
+    check_region_name,
+    check_statistics_target,
+    check_timeout,
+    check_version,
+    cuda_shm_registration,
+    header_pairs,
+    log_settings_update,
+    normalize_load_request,
+    system_shm_registration,
+    trace_settings_update,
+)
 from kserve_v2.errors import InvalidInputError, ServerError
 from kserve_v2.grpc import codec, extensions
-from kserve_v2.grpc.config import Metadata, check_compression
+from kserve_v2.grpc.config import Metadata
 from kserve_v2.grpc.status import status_of
 from kserve_v2.grpc.wire import BytesLike
 from kserve_v2.hooks import WireHook, WireMessage
@@ -43,8 +62,10 @@ from kserve_v2.messages import (
 )
 
 if TYPE_CHECKING:
+    from kserve_v2.backend import Backend
     from kserve_v2.endpoint import Endpoint
-    from kserve_v2.transport.grpcio import AsyncGRPCChannel, GRPCChannel
+    from kserve_v2.interfaces import AsyncUnaryChannel, GRPCMessage, UnaryChannel
+    from kserve_v2.rest.paths import QueryParams
 
 __all__ = ["SERVICE", "GRPCCall", "GRPCBackend", "metadata_items"]
 
@@ -62,15 +83,13 @@ _METADATA_VALUE: Final = re.compile(r"[\x20-\x7e]*")
 def metadata_items(headers: Headers | None) -> list[tuple[str, str]]:
     """``headers`` as gRPC metadata: keys lower-cased and checked, values printable ASCII.
 
-    ``-bin`` (binary) keys and the reserved ``grpc-`` prefix are refused.
+    ``-bin`` (binary) keys and the reserved ``grpc-`` prefix are refused. The names and values
+    are checked first as on HTTP (:func:`~kserve_v2.arguments.header_pairs`).
     """
-    if not headers:
+    if headers is None:
         return []
     out = []
-    items = headers.items() if isinstance(headers, Mapping) else headers
-    for key, value in items:
-        if not isinstance(key, str) or not isinstance(value, str):
-            raise InvalidInputError(f"header {key!r}: names and values must be str", value=key)
+    for key, value in header_pairs(headers):
         name = key.lower()
         if not _METADATA_KEY.fullmatch(name) or name.startswith("grpc-"):
             raise InvalidInputError(f"{key!r} is not a valid gRPC metadata key", value=key)
@@ -101,23 +120,23 @@ class GRPCCall(Generic[T]):
     method: str
     #: the serialized request, or the buffers whose concatenation it is
     request: bytes | tuple[BytesLike, ...]
-    decode: Callable[[bytes], T]
+    decode: Callable[[GRPCMessage], T]
     metadata: Metadata = ()
     timeout: float | None = None
     compression: str | None = None
     on_server_error: Callable[[ServerError], T] | None = None
 
-    def run(self, channel: GRPCChannel, hook: WireHook | None) -> T:
-        """Send through a sync channel, tell the hook, decode."""
-        kw: dict[str, Any] = {
-            "timeout": self.timeout,
-            "metadata": self.metadata,
-            "compression": self.compression,
-        }
+    def run(self, channel: UnaryChannel, hook: WireHook | None) -> T:
+        """Send through a sync channel (either transport), tell the hook, decode."""
         started = _hook_send(hook, self) if hook is not None else 0.0
         try:
             response, headers = channel.call_unary(
-                self.method, self.request, want_metadata=hook is not None, **kw
+                self.method,
+                self.request,
+                timeout=self.timeout,
+                metadata=self.metadata,
+                compression=self.compression,
+                want_metadata=hook is not None,
             )
         except BaseException as exc:
             if hook is not None:
@@ -129,17 +148,17 @@ class GRPCCall(Generic[T]):
             _hook_receive(hook, self, started, response, headers)
         return self.decode(response)
 
-    async def arun(self, channel: AsyncGRPCChannel, hook: WireHook | None) -> T:
-        """Send through an asyncio channel, tell the hook, decode."""
-        kw: dict[str, Any] = {
-            "timeout": self.timeout,
-            "metadata": self.metadata,
-            "compression": self.compression,
-        }
+    async def arun(self, channel: AsyncUnaryChannel, hook: WireHook | None) -> T:
+        """Send through an asyncio channel (either transport), tell the hook, decode."""
         started = _hook_send(hook, self) if hook is not None else 0.0
         try:
             response, headers = await channel.call_unary(
-                self.method, self.request, want_metadata=hook is not None, **kw
+                self.method,
+                self.request,
+                timeout=self.timeout,
+                metadata=self.metadata,
+                compression=self.compression,
+                want_metadata=hook is not None,
             )
         except BaseException as exc:
             if hook is not None:
@@ -162,7 +181,7 @@ def _hook_receive(
     hook: WireHook,
     call: GRPCCall[Any],
     started: float,
-    response: bytes | None,
+    response: GRPCMessage | None,
     headers: Metadata,
     error: BaseException | None = None,
 ) -> None:
@@ -181,7 +200,7 @@ def _hook_receive(
     )
 
 
-def _nothing(_data: bytes) -> None:
+def _nothing(_data: GRPCMessage) -> None:
     return None
 
 
@@ -205,7 +224,7 @@ class GRPCBackend:
         compression: str | None = None,
     ) -> None:
         self.endpoint = endpoint
-        self.timeout = timeout
+        self.timeout = check_timeout(timeout)
         self.compression = check_compression(compression, "request_compression")
         self._base_metadata: Metadata = tuple(metadata_items(headers))
 
@@ -213,7 +232,7 @@ class GRPCBackend:
 
     def metadata(self, headers: Headers | None = None) -> Metadata:
         """The client's metadata followed by a call's own."""
-        if not headers:
+        if headers is None:
             return self._base_metadata
         return (*self._base_metadata, *metadata_items(headers))
 
@@ -221,27 +240,25 @@ class GRPCBackend:
         self,
         rpc: str,
         request: bytes | tuple[BytesLike, ...],
-        decode: Callable[[bytes], T],
+        decode: Callable[[GRPCMessage], T],
         *,
         headers: Headers | None = None,
         timeout: float | None = None,
         compression: str | None = None,
-        query: Mapping[str, Any] | None = None,
         on_server_error: Callable[[ServerError], T] | None = None,
     ) -> GRPCCall[T]:
         """One call of ``rpc`` (e.g. ``"ModelInfer"``) with the client's defaults applied.
 
         ``compression=None`` leaves the channel's default in place.
         """
-        if query:
-            raise InvalidInputError("query parameters apply to HTTP only, not gRPC", value=query)
+        # The checks are skipped for what is absent: this runs per request.
         return GRPCCall(
             SERVICE + rpc,
             request,
             decode,
-            self.metadata(headers),
-            self.timeout if timeout is None else timeout,
-            check_compression(compression),
+            self._base_metadata if headers is None else self.metadata(headers),
+            self.timeout if timeout is None else check_timeout(timeout),
+            None if compression is None else check_compression(compression),
             on_server_error,
         )
 
@@ -254,174 +271,348 @@ class GRPCBackend:
 
     # -- core protocol ---------------------------------------------------------------------
 
-    def server_live(self, **kw: Any) -> GRPCCall[bool]:
+    def server_live(
+        self, *, headers: Headers | None = None, timeout: float | None = None
+    ) -> GRPCCall[bool]:
         return self.call(
-            "ServerLive", b"", codec.decode_server_live, on_server_error=_always(False), **kw
+            "ServerLive",
+            b"",
+            codec.decode_server_live,
+            headers=headers,
+            timeout=timeout,
+            on_server_error=_always(False),
         )
 
-    def server_ready(self, **kw: Any) -> GRPCCall[bool]:
+    def server_ready(
+        self, *, headers: Headers | None = None, timeout: float | None = None
+    ) -> GRPCCall[bool]:
         return self.call(
-            "ServerReady", b"", codec.decode_server_ready, on_server_error=_always(False), **kw
+            "ServerReady",
+            b"",
+            codec.decode_server_ready,
+            headers=headers,
+            timeout=timeout,
+            on_server_error=_always(False),
         )
 
-    def model_ready(self, model: str, version: str = "", **kw: Any) -> GRPCCall[bool]:
+    def model_ready(
+        self,
+        model: str,
+        version: str | int = "",
+        *,
+        headers: Headers | None = None,
+        timeout: float | None = None,
+    ) -> GRPCCall[bool]:
         return self.call(
             "ModelReady",
-            self._named("ModelReady", model, version),
+            self._named("ModelReady", check_model_name(model), check_version(version)),
             codec.decode_model_ready,
+            headers=headers,
+            timeout=timeout,
             on_server_error=_always(False),
-            **kw,
         )
 
-    def server_metadata(self, **kw: Any) -> GRPCCall[ServerMetadata]:
-        return self.call("ServerMetadata", b"", codec.decode_server_metadata, **kw)
+    def server_metadata(
+        self, *, headers: Headers | None = None, timeout: float | None = None
+    ) -> GRPCCall[ServerMetadata]:
+        return self.call(
+            "ServerMetadata",
+            b"",
+            codec.decode_server_metadata,
+            headers=headers,
+            timeout=timeout,
+        )
 
-    def model_metadata(self, model: str, version: str = "", **kw: Any) -> GRPCCall[ModelMetadata]:
+    def model_metadata(
+        self,
+        model: str,
+        version: str | int = "",
+        *,
+        headers: Headers | None = None,
+        timeout: float | None = None,
+    ) -> GRPCCall[ModelMetadata]:
         return self.call(
             "ModelMetadata",
-            self._named("ModelMetadata", model, version),
+            self._named("ModelMetadata", check_model_name(model), check_version(version)),
             codec.decode_model_metadata,
-            **kw,
+            headers=headers,
+            timeout=timeout,
         )
 
     def infer(
-        self, request: InferRequest, *, binary: bool | None = None, **kw: Any
+        self,
+        request: InferRequest,
+        *,
+        binary: bool | None = None,
+        headers: Headers | None = None,
+        query: QueryParams | None = None,
+        timeout: float | None = None,
+        compression: str | None = None,
     ) -> GRPCCall[InferResult]:
         """``ModelInfer``; ``binary`` is accepted for symmetry with HTTP (gRPC is binary)."""
+        if binary is not None:
+            check_bool(binary, "binary")
+        if query is not None:
+            raise InvalidInputError("query parameters apply to HTTP only, not gRPC", value=query)
         placements = codec.output_placements(request)
-        decode = (
+        decode: Callable[[GRPCMessage], InferResult] = (
             functools.partial(codec.decode_infer_response, placements=placements)
             if placements
             else codec.decode_infer_response
         )
         # Not joined here: the native transport sends the tensors from the caller's arrays.
-        return self.call("ModelInfer", codec.encode_infer_request_parts(request), decode, **kw)
+        return self.call(
+            "ModelInfer",
+            codec.encode_infer_request_parts(request),
+            decode,
+            headers=headers,
+            timeout=timeout,
+            compression=compression,
+        )
 
     # -- Triton extensions -------------------------------------------------------------------
 
-    def model_config(self, model: str, version: str = "", **kw: Any) -> GRPCCall[dict[str, Any]]:
+    def model_config(
+        self,
+        model: str,
+        version: str | int = "",
+        *,
+        headers: Headers | None = None,
+        timeout: float | None = None,
+    ) -> GRPCCall[dict[str, Any]]:
         return self.call(
             "ModelConfig",
-            self._named("ModelConfig", model, version),
+            self._named("ModelConfig", check_model_name(model), check_version(version)),
             extensions.decode_model_config,
-            **kw,
+            headers=headers,
+            timeout=timeout,
         )
 
     def model_statistics(
-        self, model: str = "", version: str = "", **kw: Any
+        self,
+        model: str = "",
+        version: str | int = "",
+        *,
+        headers: Headers | None = None,
+        timeout: float | None = None,
     ) -> GRPCCall[dict[str, Any]]:
         return self.call(
             "ModelStatistics",
-            self._named("ModelStatistics", model, version),
+            self._named("ModelStatistics", *check_statistics_target(model, version)),
             extensions.decode_model_statistics,
-            **kw,
+            headers=headers,
+            timeout=timeout,
         )
 
     def repository_index(
-        self, *, ready_only: bool = False, **kw: Any
+        self,
+        *,
+        ready_only: bool = False,
+        headers: Headers | None = None,
+        timeout: float | None = None,
     ) -> GRPCCall[list[RepositoryModel]]:
-        message = codec.generated().RepositoryIndexRequest(ready=ready_only)
+        message = codec.generated().RepositoryIndexRequest(
+            ready=check_bool(ready_only, "ready_only")
+        )
         return self.call(
-            "RepositoryIndex", message.SerializeToString(), extensions.decode_repository_index, **kw
+            "RepositoryIndex",
+            message.SerializeToString(),
+            extensions.decode_repository_index,
+            headers=headers,
+            timeout=timeout,
         )
 
     def load_model(
         self,
         model: str,
         *,
-        config: str | None = None,
+        config: str | Mapping[str, Any] | None = None,
         files: Mapping[str, bytes] | None = None,
-        **kw: Any,
+        headers: Headers | None = None,
+        timeout: float | None = None,
     ) -> GRPCCall[None]:
+        name = check_model_name(model)
+        config_text, wire_files = normalize_load_request(config, files)
         return self.call(
-            "RepositoryModelLoad", extensions.load_request(model, config, files), _nothing, **kw
+            "RepositoryModelLoad",
+            extensions.load_request(name, config_text, wire_files),
+            _nothing,
+            headers=headers,
+            timeout=timeout,
         )
 
     def unload_model(
-        self, model: str, *, unload_dependents: bool = False, **kw: Any
+        self,
+        model: str,
+        *,
+        unload_dependents: bool = False,
+        headers: Headers | None = None,
+        timeout: float | None = None,
     ) -> GRPCCall[None]:
+        request = extensions.unload_request(
+            check_model_name(model), check_bool(unload_dependents, "unload_dependents")
+        )
         return self.call(
-            "RepositoryModelUnload",
-            extensions.unload_request(model, unload_dependents),
-            _nothing,
-            **kw,
+            "RepositoryModelUnload", request, _nothing, headers=headers, timeout=timeout
         )
 
     def system_shared_memory_status(
-        self, region: str = "", **kw: Any
+        self, region: str = "", *, headers: Headers | None = None, timeout: float | None = None
     ) -> GRPCCall[list[dict[str, Any]]]:
-        message = codec.generated().SystemSharedMemoryStatusRequest(name=region)
+        message = codec.generated().SystemSharedMemoryStatusRequest(
+            name=check_region_name(region, required=False)
+        )
         return self.call(
             "SystemSharedMemoryStatus",
             message.SerializeToString(),
             extensions.decode_system_shm_status,
-            **kw,
+            headers=headers,
+            timeout=timeout,
         )
 
     def register_system_shared_memory(
-        self, region: str, key: str, byte_size: int, *, offset: int = 0, **kw: Any
+        self,
+        region: str,
+        key: str,
+        byte_size: int,
+        *,
+        offset: int = 0,
+        headers: Headers | None = None,
+        timeout: float | None = None,
     ) -> GRPCCall[None]:
-        message = codec.generated().SystemSharedMemoryRegisterRequest(
-            name=region, key=key, offset=offset, byte_size=byte_size
-        )
-        return self.call("SystemSharedMemoryRegister", message.SerializeToString(), _nothing, **kw)
-
-    def unregister_system_shared_memory(self, region: str = "", **kw: Any) -> GRPCCall[None]:
-        message = codec.generated().SystemSharedMemoryUnregisterRequest(name=region)
+        name, fields = system_shm_registration(region, key, byte_size, offset)
+        message = codec.generated().SystemSharedMemoryRegisterRequest(name=name, **fields)
         return self.call(
-            "SystemSharedMemoryUnregister", message.SerializeToString(), _nothing, **kw
+            "SystemSharedMemoryRegister",
+            message.SerializeToString(),
+            _nothing,
+            headers=headers,
+            timeout=timeout,
+        )
+
+    def unregister_system_shared_memory(
+        self, region: str = "", *, headers: Headers | None = None, timeout: float | None = None
+    ) -> GRPCCall[None]:
+        message = codec.generated().SystemSharedMemoryUnregisterRequest(
+            name=check_region_name(region, required=False)
+        )
+        return self.call(
+            "SystemSharedMemoryUnregister",
+            message.SerializeToString(),
+            _nothing,
+            headers=headers,
+            timeout=timeout,
         )
 
     def cuda_shared_memory_status(
-        self, region: str = "", **kw: Any
+        self, region: str = "", *, headers: Headers | None = None, timeout: float | None = None
     ) -> GRPCCall[list[dict[str, Any]]]:
-        message = codec.generated().CudaSharedMemoryStatusRequest(name=region)
+        message = codec.generated().CudaSharedMemoryStatusRequest(
+            name=check_region_name(region, required=False)
+        )
         return self.call(
             "CudaSharedMemoryStatus",
             message.SerializeToString(),
             extensions.decode_cuda_shm_status,
-            **kw,
+            headers=headers,
+            timeout=timeout,
         )
 
     def register_cuda_shared_memory(
-        self, region: str, raw_handle: bytes, device_id: int, byte_size: int, **kw: Any
+        self,
+        region: str,
+        raw_handle: BytesLike,
+        device_id: int,
+        byte_size: int,
+        *,
+        headers: Headers | None = None,
+        timeout: float | None = None,
     ) -> GRPCCall[None]:
+        name, handle, device, size = cuda_shm_registration(region, raw_handle, device_id, byte_size)
         message = codec.generated().CudaSharedMemoryRegisterRequest(
-            name=region, raw_handle=bytes(raw_handle), device_id=device_id, byte_size=byte_size
+            name=name, raw_handle=handle, device_id=device, byte_size=size
         )
-        return self.call("CudaSharedMemoryRegister", message.SerializeToString(), _nothing, **kw)
+        return self.call(
+            "CudaSharedMemoryRegister",
+            message.SerializeToString(),
+            _nothing,
+            headers=headers,
+            timeout=timeout,
+        )
 
-    def unregister_cuda_shared_memory(self, region: str = "", **kw: Any) -> GRPCCall[None]:
-        message = codec.generated().CudaSharedMemoryUnregisterRequest(name=region)
-        return self.call("CudaSharedMemoryUnregister", message.SerializeToString(), _nothing, **kw)
+    def unregister_cuda_shared_memory(
+        self, region: str = "", *, headers: Headers | None = None, timeout: float | None = None
+    ) -> GRPCCall[None]:
+        message = codec.generated().CudaSharedMemoryUnregisterRequest(
+            name=check_region_name(region, required=False)
+        )
+        return self.call(
+            "CudaSharedMemoryUnregister",
+            message.SerializeToString(),
+            _nothing,
+            headers=headers,
+            timeout=timeout,
+        )
 
-    def trace_settings(self, model: str = "", **kw: Any) -> GRPCCall[dict[str, Any]]:
+    def trace_settings(
+        self, model: str = "", *, headers: Headers | None = None, timeout: float | None = None
+    ) -> GRPCCall[dict[str, Any]]:
         return self.call(
             "TraceSetting",
-            extensions.trace_settings_request(None, model),
+            extensions.trace_settings_request(None, check_optional_model(model)),
             extensions.decode_trace_settings,
-            **kw,
+            headers=headers,
+            timeout=timeout,
         )
 
     def update_trace_settings(
-        self, settings: Mapping[str, Any], model: str = "", **kw: Any
+        self,
+        settings: Mapping[str, Any],
+        model: str = "",
+        *,
+        headers: Headers | None = None,
+        timeout: float | None = None,
     ) -> GRPCCall[dict[str, Any]]:
+        normalized = trace_settings_update(settings)
         return self.call(
             "TraceSetting",
-            extensions.trace_settings_request(settings, model),
+            extensions.trace_settings_request(normalized, check_optional_model(model)),
             extensions.decode_trace_settings,
-            **kw,
+            headers=headers,
+            timeout=timeout,
         )
 
-    def log_settings(self, **kw: Any) -> GRPCCall[dict[str, Any]]:
-        return self.call("LogSettings", b"", extensions.decode_log_settings, **kw)
-
-    def update_log_settings(
-        self, settings: Mapping[str, Any], **kw: Any
+    def log_settings(
+        self, *, headers: Headers | None = None, timeout: float | None = None
     ) -> GRPCCall[dict[str, Any]]:
         return self.call(
             "LogSettings",
-            extensions.log_settings_request(settings),
+            b"",
             extensions.decode_log_settings,
-            **kw,
+            headers=headers,
+            timeout=timeout,
         )
+
+    def update_log_settings(
+        self,
+        settings: Mapping[str, Any],
+        *,
+        headers: Headers | None = None,
+        timeout: float | None = None,
+    ) -> GRPCCall[dict[str, Any]]:
+        return self.call(
+            "LogSettings",
+            extensions.log_settings_request(log_settings_update(settings)),
+            extensions.decode_log_settings,
+            headers=headers,
+            timeout=timeout,
+        )
+
+
+if TYPE_CHECKING:
+    # mypy checks that GRPCBackend keeps the contract, its calls running on the unary-channel
+    # interfaces that both gRPC transports implement (nothing here runs).
+    def _keeps_the_contract(
+        backend: GRPCBackend,
+    ) -> Backend[UnaryChannel, AsyncUnaryChannel]:
+        return backend

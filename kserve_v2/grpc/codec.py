@@ -91,7 +91,7 @@ def generated() -> ModuleType:
     return grpc_service_pb2
 
 
-def parse_message(cls: Any, data: bytes) -> Any:
+def parse_message(cls: Any, data: wire.BytesLike) -> Any:
     """``cls.FromString(data)`` with protobuf's decode error as :class:`ProtocolError`."""
     from google.protobuf.message import DecodeError
 
@@ -275,7 +275,9 @@ def _infer_result(fields: wire.InferResponseFields, placements: Placements | Non
     )
 
 
-def decode_infer_response(data: bytes, placements: Placements | None = None) -> InferResult:
+def decode_infer_response(
+    data: wire.BytesLike, placements: Placements | None = None
+) -> InferResult:
     """Decode a serialized ``ModelInferResponse``: numeric outputs are views on ``data``.
 
     ``raw_output_contents`` pair with the outputs by position; when there are fewer of them
@@ -343,19 +345,19 @@ def decode_stream_response(
 # --------------------------------------------------------------------- health, metadata
 
 
-def decode_server_live(data: bytes) -> bool:
+def decode_server_live(data: wire.BytesLike) -> bool:
     return bool(parse_message(generated().ServerLiveResponse, data).live)
 
 
-def decode_server_ready(data: bytes) -> bool:
+def decode_server_ready(data: wire.BytesLike) -> bool:
     return bool(parse_message(generated().ServerReadyResponse, data).ready)
 
 
-def decode_model_ready(data: bytes) -> bool:
+def decode_model_ready(data: wire.BytesLike) -> bool:
     return bool(parse_message(generated().ModelReadyResponse, data).ready)
 
 
-def decode_server_metadata(data: bytes) -> ServerMetadata:
+def decode_server_metadata(data: wire.BytesLike) -> ServerMetadata:
     msg = parse_message(generated().ServerMetadataResponse, data)
     return ServerMetadata(name=msg.name, version=msg.version, extensions=tuple(msg.extensions))
 
@@ -366,7 +368,7 @@ def _tensor_metadata(entries: Any) -> tuple[TensorMetadata, ...]:
     )
 
 
-def decode_model_metadata(data: bytes) -> ModelMetadata:
+def decode_model_metadata(data: wire.BytesLike) -> ModelMetadata:
     msg = parse_message(generated().ModelMetadataResponse, data)
     return ModelMetadata(
         name=msg.name,

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, Final
 
+from kserve_v2.arguments import COMPRESSIONS, check_compression
 from kserve_v2.errors import (
     InvalidInputError,
     MissingDependencyError,
@@ -22,21 +23,14 @@ __all__ = [
     "ChannelConfig",
     "DEFAULT_OPTIONS",
     "Metadata",
-    "NATIVE_OPTIONS",
-    "TRANSPORTS",
     "channel_config",
     "check_compression",
-    "check_transport",
     "import_grpc",
 ]
 
 
 #: gRPC metadata: (lower-case key, value) pairs.
 Metadata = tuple[tuple[str, str], ...]
-
-
-#: Compression names accepted by ``compression=`` arguments (grpcio's algorithms).
-COMPRESSIONS: Final = ("gzip", "deflate")
 
 
 #: Channel arguments every channel starts from; user ``options`` are added on top (a key
@@ -86,57 +80,6 @@ class ChannelConfig:
             f"ChannelConfig(target={self.target!r}, secure={self.secure}, "
             f"compression={self.compression!r}, options={self.options!r})"
         )
-
-
-#: The gRPC transports: the library's own HTTP/2 client, or grpcio.
-TRANSPORTS: Final = ("native", "grpcio")
-
-
-# grpcio channel arguments the native transport honours too.
-NATIVE_OPTIONS: Final = frozenset(
-    {"grpc.max_send_message_length", "grpc.max_receive_message_length"}
-)
-
-
-def check_transport(
-    name: object,
-    config: ChannelConfig,
-    credentials: Any = None,
-    options: Sequence[tuple[str, Any]] | Mapping[str, Any] | None = None,
-) -> str:
-    """``name`` if it is a transport that can carry ``config``.
-
-    The native transport cannot use grpcio objects or grpcio's other channel arguments;
-    asking it to is an error that names ``grpc_transport="grpcio"``, rather than a setting
-    silently dropped.
-    """
-    if name not in TRANSPORTS:
-        raise InvalidInputError(
-            f"grpc_transport must be one of {TRANSPORTS}, got {name!r}", value=name
-        )
-    if name == "native":
-        problems = []
-        if credentials is not None:
-            problems.append("grpc_credentials")
-        if any(key not in NATIVE_OPTIONS for key, _ in _merge_options(options)):
-            problems.append("grpc_options other than " + " and ".join(sorted(NATIVE_OPTIONS)))
-        if any(key.startswith("grpc.keepalive") for key, _ in config.options):
-            problems.append("grpc_keepalive")
-        if problems:
-            raise InvalidInputError(
-                f'{" and ".join(problems)} are grpcio settings: pass grpc_transport="grpcio" '
-                "to use them (the default native transport does not)"
-            )
-    return str(name)
-
-
-def check_compression(value: str | None, what: str = "compression") -> str | None:
-    """``value`` if it names a gRPC compression algorithm (or is None)."""
-    if value is not None and value not in COMPRESSIONS:
-        raise InvalidInputError(
-            f"{what} must be one of {COMPRESSIONS} or None, got {value!r}", value=value
-        )
-    return value
 
 
 def _read_pem(path: str | None, what: str) -> bytes | None:
@@ -197,6 +140,9 @@ def channel_config(
         options: further channel arguments, added to the defaults (unlimited message sizes;
             a name given here replaces the default's value).
         compression: ``"gzip"`` or ``"deflate"``: compress every request message.
+
+    Which transport may carry which settings is checked by
+    :class:`~kserve_v2.options.GRPCOptions`, which the clients build.
     """
     if keepalive is not None and not isinstance(keepalive, GRPCKeepAlive):
         raise InvalidInputError("keepalive must be a GRPCKeepAlive", value=keepalive)

@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
+from kserve_v2.datatypes import BytesLike
 from kserve_v2.errors import InvalidInputError, ProtocolError
 from kserve_v2.grpc.codec import generated, parse_message
 from kserve_v2.messages import RepositoryModel
@@ -97,13 +98,13 @@ def message_to_rest(message: Any) -> dict[str, Any]:
 # ------------------------------------------------------------------------ configuration
 
 
-def decode_model_config(data: bytes) -> dict[str, Any]:
+def decode_model_config(data: BytesLike) -> dict[str, Any]:
     """``ModelConfigResponse`` -> the model configuration dict REST ``/config`` returns."""
     response = parse_message(generated().ModelConfigResponse, data)
     return message_to_rest(response.config)
 
 
-def decode_model_statistics(data: bytes) -> dict[str, Any]:
+def decode_model_statistics(data: BytesLike) -> dict[str, Any]:
     """``ModelStatisticsResponse`` -> ``{"model_stats": [...]}`` as REST ``/stats``."""
     return message_to_rest(parse_message(generated().ModelStatisticsResponse, data))
 
@@ -111,7 +112,7 @@ def decode_model_statistics(data: bytes) -> dict[str, Any]:
 # ---------------------------------------------------------------------------- repository
 
 
-def decode_repository_index(data: bytes) -> list[RepositoryModel]:
+def decode_repository_index(data: BytesLike) -> list[RepositoryModel]:
     response = parse_message(generated().RepositoryIndexResponse, data)
     return [RepositoryModel(m.name, m.version, m.state, m.reason) for m in response.models]
 
@@ -176,12 +177,12 @@ def _regions(regions: Any) -> list[dict[str, Any]]:
     return [message_to_rest(regions[name]) for name in sorted(regions)]
 
 
-def decode_system_shm_status(data: bytes) -> list[dict[str, Any]]:
+def decode_system_shm_status(data: BytesLike) -> list[dict[str, Any]]:
     """-> ``[{"name", "key", "offset", "byte_size"}, ...]`` as REST, ordered by name."""
     return _regions(parse_message(generated().SystemSharedMemoryStatusResponse, data).regions)
 
 
-def decode_cuda_shm_status(data: bytes) -> list[dict[str, Any]]:
+def decode_cuda_shm_status(data: BytesLike) -> list[dict[str, Any]]:
     """-> ``[{"name", "device_id", "byte_size"}, ...]`` as REST, ordered by name."""
     return _regions(parse_message(generated().CudaSharedMemoryStatusResponse, data).regions)
 
@@ -201,7 +202,7 @@ def trace_settings_to_rest(settings: Mapping[str, list[str]]) -> dict[str, Any]:
     return out
 
 
-def decode_trace_settings(data: bytes) -> dict[str, Any]:
+def decode_trace_settings(data: BytesLike) -> dict[str, Any]:
     response = parse_message(generated().TraceSettingResponse, data)
     return trace_settings_to_rest({k: list(v.value) for k, v in response.settings.items()})
 
@@ -230,7 +231,7 @@ def trace_settings_request(settings: Mapping[str, Any] | None, model: str = "") 
 # ----------------------------------------------------------------------------------- log
 
 
-def decode_log_settings(data: bytes) -> dict[str, Any]:
+def decode_log_settings(data: BytesLike) -> dict[str, Any]:
     """``LogSettingsResponse`` -> ``{"log_file": "", "log_info": true, ...}`` as REST."""
     response = parse_message(generated().LogSettingsResponse, data)
     out: dict[str, Any] = {}

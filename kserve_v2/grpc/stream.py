@@ -49,7 +49,13 @@ from dataclasses import dataclass, replace
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Final
 
-from kserve_v2.arguments import InputsArg, OutputsArg, build_infer_request
+from kserve_v2.arguments import (
+    InputsArg,
+    OutputsArg,
+    build_infer_request,
+    check_compression,
+    check_timeout,
+)
 from kserve_v2.datatypes import BytesLike
 from kserve_v2.errors import (
     DeadlineExceededError,
@@ -410,7 +416,8 @@ class GRPCStream:
         close_timeout: float | None = None,
         on_close: Callable[[GRPCStream], None] | None = None,
     ) -> None:
-        _deadline(timeout)  # checks it
+        check_timeout(timeout)
+        check_compression(compression)
         self._url = channel.config.url
         self._hook = hook
         self._close_timeout = close_timeout
@@ -720,7 +727,8 @@ class AsyncGRPCStream:
         close_timeout: float | None = None,
         on_close: Callable[[AsyncGRPCStream], None] | None = None,
     ) -> None:
-        _deadline(timeout)  # checks it
+        check_timeout(timeout)
+        check_compression(compression)
         self._channel = channel
         self._url = channel.config.url
         self._hook = hook

@@ -12,13 +12,25 @@ import json
 import time
 from collections.abc import AsyncGenerator, Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Final, Generic, TypeVar
 from urllib.parse import urlsplit
 
 from kserve_v2.arguments import (
     Headers,
+    check_bool,
+    check_compression,
+    check_model_name,
+    check_optional_model,
+    check_query,
+    check_region_name,
+    check_statistics_target,
+    check_timeout,
+    check_version,
+    cuda_shm_registration,
+    header_pairs,
     log_settings_update,
     normalize_load_request,
+    system_shm_registration,
     trace_settings_update,
 )
 from kserve_v2.datatypes import BytesLike
@@ -35,11 +47,13 @@ from kserve_v2.messages import (
 )
 from kserve_v2.metrics import MetricFamily, parse_metrics
 from kserve_v2.rest import codec
-from kserve_v2.rest.compression import SUPPORTED_ENCODINGS, compress
+from kserve_v2.rest.compression import compress
 from kserve_v2.rest.paths import QueryParams, RestPaths, with_query
 from kserve_v2.rest.sse import ServerSentEvent, SSEDecoder
-from kserve_v2.shm.cuda import cuda_register_body
-from kserve_v2.shm.system import system_register_body
+from kserve_v2.shm.cuda import encode_raw_handle_rest
+
+if TYPE_CHECKING:
+    from kserve_v2.backend import Backend
 
 __all__ = ["DEFAULT_METRICS_PORT", "HTTPCall", "HTTPBackend", "HTTPStreamCall", "metrics_call"]
 
@@ -50,25 +64,15 @@ T = TypeVar("T")
 
 
 def _header_items(headers: Headers | None) -> list[tuple[str, str]]:
-    if not headers:
+    """``headers`` checked (:func:`~kserve_v2.arguments.header_pairs`) and then held to
+    HTTP's own rule: nothing that could end the header line or the header name early."""
+    if headers is None:
         return []
-    items = headers.items() if isinstance(headers, Mapping) else headers
-    out = []
-    for key, value in items:
-        if not isinstance(key, str) or not isinstance(value, str):
-            raise InvalidInputError(f"header {key!r}: names and values must be str", value=key)
+    pairs = header_pairs(headers)
+    for key, value in pairs:
         if "\r" in key or "\n" in key or "\r" in value or "\n" in value or ":" in key:
             raise InvalidInputError(f"header {key!r} contains forbidden characters", value=key)
-        out.append((key, value))
-    return out
-
-
-def _check_encoding(value: str | None, what: str) -> str | None:
-    if value is not None and value not in SUPPORTED_ENCODINGS:
-        raise InvalidInputError(
-            f"{what} must be one of {SUPPORTED_ENCODINGS} or None, got {value!r}", value=value
-        )
-    return value
+    return pairs
 
 
 @dataclass(frozen=True, slots=True)
@@ -376,7 +380,7 @@ def metrics_call(
     likely) are meant for the inference endpoint, and ``url`` may name another host.
     """
     target = _metrics_target(endpoint, url)
-    request = HTTPRequest("GET", target, _header_items(headers), (), timeout)
+    request = HTTPRequest("GET", target, _header_items(headers), (), check_timeout(timeout))
     return HTTPCall(request, lambda r: parse_metrics(_ok(r).body))
 
 
@@ -395,10 +399,10 @@ class HTTPBackend:
     ) -> None:
         self.endpoint = endpoint
         self.paths = RestPaths(endpoint.base_path)
-        self.timeout = timeout
-        self.binary = binary
-        self.request_compression = _check_encoding(request_compression, "request_compression")
-        _check_encoding(accept_compression, "accept_compression")
+        self.timeout = check_timeout(timeout)
+        self.binary = check_bool(binary, "binary")
+        self.request_compression = check_compression(request_compression, "request_compression")
+        check_compression(accept_compression, "accept_compression")
         base: list[tuple[str, str]] = []
         if accept_compression:
             base.append(("Accept-Encoding", accept_compression))
@@ -422,69 +426,120 @@ class HTTPBackend:
         """One request with the client's default headers, compression and timeout applied."""
         # The checks and calls below are skipped for what is absent: this runs per request.
         all_headers = [*self._base_headers, *body_headers]
-        if headers:
+        if headers is not None:
             all_headers += _header_items(headers)
         encoding = self.request_compression
         if compression is not None:
-            encoding = _check_encoding(compression, "compression") or encoding
+            encoding = check_compression(compression) or encoding
         if body and encoding:
             body = (compress(body, encoding),)
             all_headers.append(("Content-Encoding", encoding))
+        if query is not None:
+            check_query(query)
+            target = with_query(target, query)
         return HTTPRequest(
             method,
-            with_query(target, query) if query else target,
+            target,
             all_headers,
             body,
-            self.timeout if timeout is None else timeout,
+            self.timeout if timeout is None else check_timeout(timeout),
         )
 
-    def get(self, target: str, decode: Callable[[HTTPResponse], T], **kw: Any) -> HTTPCall[T]:
-        return HTTPCall(self.request("GET", target, **kw), decode)
-
-    def post_json(
-        self, target: str, obj: Any, decode: Callable[[HTTPResponse], T], **kw: Any
+    def get(
+        self,
+        target: str,
+        decode: Callable[[HTTPResponse], T],
+        *,
+        headers: Headers | None = None,
+        timeout: float | None = None,
     ) -> HTTPCall[T]:
-        body = codec.encode_json(obj)
+        return HTTPCall(self.request("GET", target, headers=headers, timeout=timeout), decode)
+
+    def post(
+        self,
+        target: str,
+        decode: Callable[[HTTPResponse], T],
+        obj: Any = None,
+        *,
+        headers: Headers | None = None,
+        timeout: float | None = None,
+    ) -> HTTPCall[T]:
+        """A ``POST`` of ``obj`` as JSON (``None``: an empty body)."""
+        if obj is None:
+            return HTTPCall(self.request("POST", target, headers=headers, timeout=timeout), decode)
         return HTTPCall(
             self.request(
                 "POST",
                 target,
-                body=(body,),
+                headers=headers,
+                timeout=timeout,
+                body=(codec.encode_json(obj),),
                 body_headers=(("Content-Type", codec.JSON_TYPE),),
-                **kw,
             ),
             decode,
         )
 
     # -- core protocol ---------------------------------------------------------------------
 
-    def server_live(self, **kw: Any) -> HTTPCall[bool]:
-        return self.get(self.paths.server_live(), _is_ok, **kw)
+    def server_live(
+        self, *, headers: Headers | None = None, timeout: float | None = None
+    ) -> HTTPCall[bool]:
+        return self.get(self.paths.server_live(), _is_ok, headers=headers, timeout=timeout)
 
-    def server_ready(self, **kw: Any) -> HTTPCall[bool]:
-        return self.get(self.paths.server_ready(), _is_ok, **kw)
+    def server_ready(
+        self, *, headers: Headers | None = None, timeout: float | None = None
+    ) -> HTTPCall[bool]:
+        return self.get(self.paths.server_ready(), _is_ok, headers=headers, timeout=timeout)
 
-    def model_ready(self, model: str, version: str = "", **kw: Any) -> HTTPCall[bool]:
-        return self.get(self.paths.model_ready(model, version), _is_ok, **kw)
+    def model_ready(
+        self,
+        model: str,
+        version: str | int = "",
+        *,
+        headers: Headers | None = None,
+        timeout: float | None = None,
+    ) -> HTTPCall[bool]:
+        target = self.paths.model_ready(check_model_name(model), check_version(version))
+        return self.get(target, _is_ok, headers=headers, timeout=timeout)
 
-    def server_metadata(self, **kw: Any) -> HTTPCall[ServerMetadata]:
+    def server_metadata(
+        self, *, headers: Headers | None = None, timeout: float | None = None
+    ) -> HTTPCall[ServerMetadata]:
         return self.get(
             self.paths.server_metadata(),
             lambda r: codec.decode_server_metadata(_ok(r).body),
-            **kw,
+            headers=headers,
+            timeout=timeout,
         )
 
-    def model_metadata(self, model: str, version: str = "", **kw: Any) -> HTTPCall[ModelMetadata]:
+    def model_metadata(
+        self,
+        model: str,
+        version: str | int = "",
+        *,
+        headers: Headers | None = None,
+        timeout: float | None = None,
+    ) -> HTTPCall[ModelMetadata]:
         return self.get(
-            self.paths.model_metadata(model, version),
+            self.paths.model_metadata(check_model_name(model), check_version(version)),
             lambda r: codec.decode_model_metadata(_ok(r).body),
-            **kw,
+            headers=headers,
+            timeout=timeout,
         )
 
     def infer(
-        self, request: InferRequest, *, binary: bool | None = None, **kw: Any
+        self,
+        request: InferRequest,
+        *,
+        binary: bool | None = None,
+        headers: Headers | None = None,
+        query: QueryParams | None = None,
+        timeout: float | None = None,
+        compression: str | None = None,
     ) -> HTTPCall[InferResult]:
-        use_binary = self.binary if binary is None else binary
+        # The request was checked when it was built (build_infer_request); the options are
+        # checked by self.request, each only when given.
+        use_binary = self.binary if binary is None else check_bool(binary, "binary")
         body = codec.encode_infer_request(
             request, binary_inputs=use_binary, binary_outputs=use_binary
         )
@@ -503,37 +558,65 @@ class HTTPBackend:
             )
         )
         return HTTPCall(
-            self.request("POST", target, body_headers=body.headers, body=body.parts, **kw),
+            self.request(
+                "POST",
+                target,
+                headers=headers,
+                query=query,
+                timeout=timeout,
+                body_headers=body.headers,
+                body=body.parts,
+                compression=compression,
+            ),
             decode,
         )
 
     # -- Triton extensions (kserve_v2/client/extensions.py documents the result shapes) ------
 
-    def model_config(self, model: str, version: str = "", **kw: Any) -> HTTPCall[dict[str, Any]]:
-        return self.get(self.paths.model_config(model, version), _json, **kw)
+    def model_config(
+        self,
+        model: str,
+        version: str | int = "",
+        *,
+        headers: Headers | None = None,
+        timeout: float | None = None,
+    ) -> HTTPCall[dict[str, Any]]:
+        target = self.paths.model_config(check_model_name(model), check_version(version))
+        return self.get(target, _json, headers=headers, timeout=timeout)
 
     def model_statistics(
-        self, model: str = "", version: str = "", **kw: Any
+        self,
+        model: str = "",
+        version: str | int = "",
+        *,
+        headers: Headers | None = None,
+        timeout: float | None = None,
     ) -> HTTPCall[dict[str, Any]]:
-        if version and not model:
-            raise InvalidInputError("model_statistics: a version needs a model name")
-        return self.get(self.paths.model_statistics(model, version), _json, **kw)
+        target = self.paths.model_statistics(*check_statistics_target(model, version))
+        return self.get(target, _json, headers=headers, timeout=timeout)
 
     def repository_index(
-        self, *, ready_only: bool = False, **kw: Any
+        self,
+        *,
+        ready_only: bool = False,
+        headers: Headers | None = None,
+        timeout: float | None = None,
     ) -> HTTPCall[list[RepositoryModel]]:
-        body = {"ready": True} if ready_only else {}
-        return self.post_json(self.paths.repository_index(), body, _repository_index, **kw)
+        body = {"ready": True} if check_bool(ready_only, "ready_only") else {}
+        return self.post(
+            self.paths.repository_index(), _repository_index, body, headers=headers, timeout=timeout
+        )
 
     def load_model(
         self,
         model: str,
         *,
-        config: str | None = None,
+        config: str | Mapping[str, Any] | None = None,
         files: Mapping[str, bytes] | None = None,
-        **kw: Any,
+        headers: Headers | None = None,
+        timeout: float | None = None,
     ) -> HTTPCall[None]:
-        target = self.paths.repository_load(model)
+        target = self.paths.repository_load(check_model_name(model))
         config_text, wire_files = normalize_load_request(config, files)
         parameters: dict[str, str] = {}
         if config_text is not None:
@@ -541,96 +624,149 @@ class HTTPBackend:
         for key, content in wire_files.items():
             # REST carries file contents as base64 strings (gRPC as bytes).
             parameters[key] = base64.b64encode(content).decode("ascii")
-        if not parameters:
-            return HTTPCall(self.request("POST", target, **kw), _nothing)
-        return self.post_json(target, {"parameters": parameters}, _nothing, **kw)
+        body = {"parameters": parameters} if parameters else None
+        return self.post(target, _nothing, body, headers=headers, timeout=timeout)
 
     def unload_model(
-        self, model: str, *, unload_dependents: bool = False, **kw: Any
+        self,
+        model: str,
+        *,
+        unload_dependents: bool = False,
+        headers: Headers | None = None,
+        timeout: float | None = None,
     ) -> HTTPCall[None]:
-        target = self.paths.repository_unload(model)
-        if not isinstance(unload_dependents, bool):
-            raise InvalidInputError("unload_dependents must be a bool", value=unload_dependents)
-        if not unload_dependents:
-            return HTTPCall(self.request("POST", target, **kw), _nothing)
-        body = {"parameters": {"unload_dependents": True}}
-        return self.post_json(target, body, _nothing, **kw)
+        target = self.paths.repository_unload(check_model_name(model))
+        dependents = check_bool(unload_dependents, "unload_dependents")
+        body = {"parameters": {"unload_dependents": True}} if dependents else None
+        return self.post(target, _nothing, body, headers=headers, timeout=timeout)
 
     def system_shared_memory_status(
-        self, region: str = "", **kw: Any
+        self, region: str = "", *, headers: Headers | None = None, timeout: float | None = None
     ) -> HTTPCall[list[dict[str, Any]]]:
         return self.get(
-            self.paths.shared_memory("system", "status", region),
+            self.paths.shared_memory("system", "status", check_region_name(region, required=False)),
             lambda r: _json_objects(r, "system shared memory status"),
-            **kw,
+            headers=headers,
+            timeout=timeout,
         )
 
     def register_system_shared_memory(
-        self, region: str, key: str, byte_size: int, *, offset: int = 0, **kw: Any
+        self,
+        region: str,
+        key: str,
+        byte_size: int,
+        *,
+        offset: int = 0,
+        headers: Headers | None = None,
+        timeout: float | None = None,
     ) -> HTTPCall[None]:
-        _check_region_name(region)
-        body = system_register_body(key, offset, byte_size)
-        return self.post_json(
-            self.paths.shared_memory("system", "register", region), body, _nothing, **kw
-        )
+        name, body = system_shm_registration(region, key, byte_size, offset)
+        target = self.paths.shared_memory("system", "register", name)
+        return self.post(target, _nothing, body, headers=headers, timeout=timeout)
 
-    def unregister_system_shared_memory(self, region: str = "", **kw: Any) -> HTTPCall[None]:
-        target = self.paths.shared_memory("system", "unregister", region)
-        return HTTPCall(self.request("POST", target, **kw), _nothing)
+    def unregister_system_shared_memory(
+        self, region: str = "", *, headers: Headers | None = None, timeout: float | None = None
+    ) -> HTTPCall[None]:
+        name = check_region_name(region, required=False)
+        target = self.paths.shared_memory("system", "unregister", name)
+        return self.post(target, _nothing, headers=headers, timeout=timeout)
 
     def cuda_shared_memory_status(
-        self, region: str = "", **kw: Any
+        self, region: str = "", *, headers: Headers | None = None, timeout: float | None = None
     ) -> HTTPCall[list[dict[str, Any]]]:
         return self.get(
-            self.paths.shared_memory("cuda", "status", region),
+            self.paths.shared_memory("cuda", "status", check_region_name(region, required=False)),
             lambda r: _json_objects(r, "CUDA shared memory status"),
-            **kw,
+            headers=headers,
+            timeout=timeout,
         )
 
     def register_cuda_shared_memory(
-        self, region: str, raw_handle: bytes, device_id: int, byte_size: int, **kw: Any
+        self,
+        region: str,
+        raw_handle: BytesLike,
+        device_id: int,
+        byte_size: int,
+        *,
+        headers: Headers | None = None,
+        timeout: float | None = None,
     ) -> HTTPCall[None]:
-        _check_region_name(region)
-        body = cuda_register_body(raw_handle, device_id, byte_size)
-        return self.post_json(
-            self.paths.shared_memory("cuda", "register", region), body, _nothing, **kw
-        )
+        name, handle, device, size = cuda_shm_registration(region, raw_handle, device_id, byte_size)
+        body = {
+            "raw_handle": encode_raw_handle_rest(handle),
+            "device_id": device,
+            "byte_size": size,
+        }
+        target = self.paths.shared_memory("cuda", "register", name)
+        return self.post(target, _nothing, body, headers=headers, timeout=timeout)
 
-    def unregister_cuda_shared_memory(self, region: str = "", **kw: Any) -> HTTPCall[None]:
-        target = self.paths.shared_memory("cuda", "unregister", region)
-        return HTTPCall(self.request("POST", target, **kw), _nothing)
+    def unregister_cuda_shared_memory(
+        self, region: str = "", *, headers: Headers | None = None, timeout: float | None = None
+    ) -> HTTPCall[None]:
+        name = check_region_name(region, required=False)
+        target = self.paths.shared_memory("cuda", "unregister", name)
+        return self.post(target, _nothing, headers=headers, timeout=timeout)
 
-    def trace_settings(self, model: str = "", **kw: Any) -> HTTPCall[dict[str, Any]]:
-        return self.get(self.paths.trace_setting(model), _json, **kw)
+    def trace_settings(
+        self, model: str = "", *, headers: Headers | None = None, timeout: float | None = None
+    ) -> HTTPCall[dict[str, Any]]:
+        target = self.paths.trace_setting(check_optional_model(model))
+        return self.get(target, _json, headers=headers, timeout=timeout)
 
     def update_trace_settings(
-        self, settings: Mapping[str, Any], model: str = "", **kw: Any
+        self,
+        settings: Mapping[str, Any],
+        model: str = "",
+        *,
+        headers: Headers | None = None,
+        timeout: float | None = None,
     ) -> HTTPCall[dict[str, Any]]:
         body = trace_settings_update(settings)
-        return self.post_json(self.paths.trace_setting(model), body, _json, **kw)
+        target = self.paths.trace_setting(check_optional_model(model))
+        return self.post(target, _json, body, headers=headers, timeout=timeout)
 
-    def log_settings(self, **kw: Any) -> HTTPCall[dict[str, Any]]:
-        return self.get(self.paths.logging(), _json, **kw)
+    def log_settings(
+        self, *, headers: Headers | None = None, timeout: float | None = None
+    ) -> HTTPCall[dict[str, Any]]:
+        return self.get(self.paths.logging(), _json, headers=headers, timeout=timeout)
 
     def update_log_settings(
-        self, settings: Mapping[str, Any], **kw: Any
+        self,
+        settings: Mapping[str, Any],
+        *,
+        headers: Headers | None = None,
+        timeout: float | None = None,
     ) -> HTTPCall[dict[str, Any]]:
         body = log_settings_update(settings)
-        return self.post_json(self.paths.logging(), body, _json, **kw)
+        return self.post(self.paths.logging(), _json, body, headers=headers, timeout=timeout)
 
     # -- HTTP-only extensions ----------------------------------------------------------------
 
     def generate(
-        self, model: str, payload: Mapping[str, Any], version: str = "", **kw: Any
+        self,
+        model: str,
+        payload: Mapping[str, Any],
+        version: str | int = "",
+        *,
+        headers: Headers | None = None,
+        timeout: float | None = None,
     ) -> HTTPCall[dict[str, Any]]:
-        target = self.paths.generate(model, version)
-        return self.post_json(target, _generate_payload(payload), _generate_result, **kw)
+        target = self.paths.generate(check_model_name(model), check_version(version))
+        body = _generate_payload(payload)
+        return self.post(target, _generate_result, body, headers=headers, timeout=timeout)
 
     def generate_stream(
-        self, model: str, payload: Mapping[str, Any], version: str = "", **kw: Any
+        self,
+        model: str,
+        payload: Mapping[str, Any],
+        version: str | int = "",
+        *,
+        headers: Headers | None = None,
+        timeout: float | None = None,
     ) -> HTTPStreamCall[dict[str, Any]]:
-        target = self.paths.generate(model, version, stream=True)
-        call = self.post_json(target, _generate_payload(payload), _generate_result, **kw)
+        target = self.paths.generate(check_model_name(model), check_version(version), stream=True)
+        body = _generate_payload(payload)
+        call = self.post(target, _generate_result, body, headers=headers, timeout=timeout)
         return HTTPStreamCall(call.request, _generate_event, _generate_result)
 
     def metrics(
@@ -645,14 +781,6 @@ class HTTPBackend:
         return metrics_call(self.endpoint, url, headers=headers, timeout=timeout)
 
 
-def _check_region_name(region: str) -> None:
-    # Registration needs a name; the status/unregister calls take "" for "all regions".
-    if not isinstance(region, str) or not region:
-        raise InvalidInputError(
-            f"region name must be a non-empty string, got {region!r}", value=region
-        )
-
-
 def _generate_payload(payload: Mapping[str, Any]) -> Mapping[str, Any]:
     if not isinstance(payload, Mapping):
         raise InvalidInputError(
@@ -661,3 +789,10 @@ def _generate_payload(payload: Mapping[str, Any]) -> Mapping[str, Any]:
             value=payload,
         )
     return payload
+
+
+if TYPE_CHECKING:
+    # mypy checks that HTTPBackend keeps the contract, its calls running on the HTTP
+    # transport interfaces (nothing here runs).
+    def _keeps_the_contract(backend: HTTPBackend) -> Backend[Transport, AsyncTransport]:
+        return backend

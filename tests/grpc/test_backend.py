@@ -13,7 +13,7 @@ import math
 import subprocess
 import sys
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pytest
@@ -35,9 +35,10 @@ from kserve_v2.errors import (
 from kserve_v2.grpc import codec, extensions
 from kserve_v2.grpc.backend import GRPCBackend, metadata_items
 from kserve_v2.grpc.codec import StreamEvent
-from kserve_v2.grpc.config import DEFAULT_OPTIONS, channel_config
+from kserve_v2.grpc.config import DEFAULT_OPTIONS, Metadata, channel_config
 from kserve_v2.grpc.status import status_of
 from kserve_v2.grpc.stream import _Router
+from kserve_v2.interfaces import AsyncUnaryChannel, BytesLike, UnaryChannel
 from kserve_v2.messages import InferRequest, InferResult, OutputTensor
 from kserve_v2.options import GRPCKeepAlive
 from kserve_v2.tensors import InferInput, RequestedOutput, SharedMemoryPlacement
@@ -372,41 +373,83 @@ def test_invalid_metadata_is_refused(headers: Any) -> None:
 
 
 class FakeChannel:
-    """Records unary calls; answers with ``reply`` or raises ``error``."""
+    """A :class:`UnaryChannel` that records unary calls; answers with ``reply`` or raises
+    ``error``."""
 
     def __init__(self, reply: bytes = b"", error: BaseException | None = None) -> None:
         self.reply, self.error = reply, error
-        self.calls: list[tuple[str, bytes, dict[str, Any]]] = []
+        self.calls: list[tuple[str, bytes | tuple[BytesLike, ...], dict[str, Any]]] = []
 
-    def call_unary(self, method: str, request: bytes, **kw: Any) -> tuple[bytes, Any]:
-        self.calls.append((method, request, kw))
+    def call_unary(
+        self,
+        method: str,
+        request: bytes | tuple[BytesLike, ...],
+        *,
+        timeout: float | None = None,
+        metadata: Metadata = (),
+        compression: str | None = None,
+        want_metadata: bool = False,
+    ) -> tuple[bytes, Metadata]:
+        options = {
+            "timeout": timeout,
+            "metadata": metadata,
+            "compression": compression,
+            "want_metadata": want_metadata,
+        }
+        self.calls.append((method, request, options))
         if self.error is not None:
             raise self.error
-        return self.reply, (("server", "x"),) if kw.get("want_metadata") else ()
+        return self.reply, (("server", "x"),) if want_metadata else ()
 
 
-class FakeAsyncChannel(FakeChannel):
-    async def call_unary(  # type: ignore[override]
-        self, method: str, request: bytes, **kw: Any
-    ) -> tuple[bytes, Any]:
-        return FakeChannel.call_unary(self, method, request, **kw)
+class FakeAsyncChannel:
+    """The :class:`AsyncUnaryChannel` twin of :class:`FakeChannel`."""
+
+    def __init__(self, reply: bytes = b"", error: BaseException | None = None) -> None:
+        self.sync = FakeChannel(reply, error)
+
+    async def call_unary(
+        self,
+        method: str,
+        request: bytes | tuple[BytesLike, ...],
+        *,
+        timeout: float | None = None,
+        metadata: Metadata = (),
+        compression: str | None = None,
+        want_metadata: bool = False,
+    ) -> tuple[bytes, Metadata]:
+        return self.sync.call_unary(
+            method,
+            request,
+            timeout=timeout,
+            metadata=metadata,
+            compression=compression,
+            want_metadata=want_metadata,
+        )
+
+
+if TYPE_CHECKING:  # the fakes keep the interfaces the calls run on
+    _fakes: tuple[UnaryChannel, AsyncUnaryChannel] = (FakeChannel(), FakeAsyncChannel())
 
 
 def test_calls_carry_method_metadata_deadline_and_compression() -> None:
     proto = GRPCBackend(ENDPOINT, headers={"X-Tenant": "a"}, timeout=7.0)
-    call = proto.model_ready("simple", "2", headers={"X-Call": "b"}, compression="gzip")
+    call = proto.model_ready("simple", 2, headers={"X-Call": "b"})
     assert call.method == "/inference.GRPCInferenceService/ModelReady"
+    assert isinstance(call.request, bytes)
     assert pb.ModelReadyRequest.FromString(call.request) == pb.ModelReadyRequest(
         name="simple", version="2"
     )
     assert call.metadata == (("x-tenant", "a"), ("x-call", "b"))
-    assert (call.timeout, call.compression) == (7.0, "gzip")
+    assert call.timeout == 7.0
     assert proto.server_live(timeout=1.5).timeout == 1.5
     assert proto.server_live().compression is None  # the channel's default applies
+    request = build_infer_request("m", {"x": [1]})
+    assert proto.infer(request, compression="gzip").compression == "gzip"
     with pytest.raises(InvalidInputError, match="compression"):
-        proto.server_live(compression="br")
+        proto.infer(request, compression="br")
     with pytest.raises(InvalidInputError, match="HTTP only"):
-        proto.infer(build_infer_request("m", {"x": [1]}), query={"a": "b"})
+        proto.infer(request, query={"a": "b"})
 
 
 def test_infer_call_sends_the_codec_bytes_and_decodes_the_answer() -> None:
@@ -422,7 +465,7 @@ def test_infer_call_sends_the_codec_bytes_and_decodes_the_answer() -> None:
     y = OutputTensor("y", "INT32", (3,), np.arange(3, dtype=np.int32))
     reply = response_bytes(InferResult("identity", "1", "q", outputs=(y,)))
     channel = FakeChannel(reply)
-    result = call.run(channel, None)  # type: ignore[arg-type]
+    result = call.run(channel, None)
     assert result.id == "q"
     assert result.as_numpy("y").tolist() == [0, 1, 2]
     assert channel.calls[0][0] == INFER
@@ -433,7 +476,7 @@ def test_wire_hook_sees_both_directions() -> None:
     seen: list[Any] = []
     proto = GRPCBackend(ENDPOINT, headers={"Authorization": "secret"})
     channel = FakeChannel(pb.ServerLiveResponse(live=True).SerializeToString())
-    assert proto.server_live().run(channel, seen.append)  # type: ignore[arg-type]
+    assert proto.server_live().run(channel, seen.append)
     send, receive = seen
     assert (send.direction, send.protocol, send.method, send.target) == (
         "send",
@@ -456,25 +499,25 @@ def test_server_errors_raise_but_health_checks_answer_false() -> None:
     seen: list[Any] = []
     proto = GRPCBackend(ENDPOINT)
     with pytest.raises(ServerError):
-        proto.model_metadata("m").run(FakeChannel(error=error), seen.append)  # type: ignore[arg-type]
+        proto.model_metadata("m").run(FakeChannel(error=error), seen.append)
     assert seen[-1].status == "NOT_FOUND"
     assert seen[-1].error is error
-    assert proto.model_ready("m").run(FakeChannel(error=error), None) is False  # type: ignore[arg-type]
+    assert proto.model_ready("m").run(FakeChannel(error=error), None) is False
     transport = TransportError("refused")
     with pytest.raises(TransportError):
-        proto.server_live().run(FakeChannel(error=transport), None)  # type: ignore[arg-type]
+        proto.server_live().run(FakeChannel(error=transport), None)
 
 
 async def test_async_calls_run_alike() -> None:
     seen: list[Any] = []
     proto = GRPCBackend(ENDPOINT)
     channel = FakeAsyncChannel(pb.ServerReadyResponse(ready=True).SerializeToString())
-    assert await proto.server_ready().arun(channel, seen.append)  # type: ignore[arg-type]
+    assert await proto.server_ready().arun(channel, seen.append)
     assert [m.direction for m in seen] == ["send", "receive"]
     error_channel = FakeAsyncChannel(error=ServerError("x", grpc_code="INTERNAL"))
-    assert await proto.server_ready().arun(error_channel, None) is False  # type: ignore[arg-type]
+    assert await proto.server_ready().arun(error_channel, None) is False
     with pytest.raises(ServerError):
-        await proto.log_settings().arun(error_channel, None)  # type: ignore[arg-type]
+        await proto.log_settings().arun(error_channel, None)
 
 
 def test_extension_requests() -> None:
