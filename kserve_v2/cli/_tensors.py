@@ -451,9 +451,10 @@ def result_text(result: InferResult, *, style: Any = None, title: bool = True) -
         if result.id:
             head += f"  id {result.id}"
         lines.append(style(head, "bold") if style else head)
-    if result.parameters:
-        params = ", ".join(f"{k}={v}" for k, v in result.parameters.items())
-        lines.append(f"parameters: {params}")
+    # Triton's final-response flag is shown by the callers that stream (as "final").
+    shown = {k: v for k, v in result.parameters.items() if k != "triton_final_response"}
+    if shown:
+        lines.append(f"parameters: {', '.join(f'{k}={v}' for k, v in shown.items())}")
     for tensor in result.outputs:
         label = f"{tensor.name}  {tensor.datatype}  {list(tensor.shape)}"
         lines.append(style(label, "cyan") if style else label)

@@ -388,12 +388,11 @@ def test_stream(cli: Runner, server_url: str) -> None:
     assert human.splitlines()[-1] == "4 response(s) to 1 request(s)"
 
 
-def test_stream_sequence(cli: Runner, server_url: str) -> None:
-    if not server_url.startswith("grpc"):
-        pytest.skip("streams are gRPC only (the HTTP refusal is tested above)")
+def test_stream_sequence(cli: Runner, triton: TritonServer) -> None:
+    # gRPC only: streams are (the HTTP refusal is tested above)
     responses = cli(
         "stream", "sequence_accumulate", "-i", "INPUT=[2]", "--sequence-id", "777",
-        "--repeat", "3", "--url", server_url, "--json",
+        "--repeat", "3", "--url", f"grpc://{triton.grpc_url}", "--json",
     ).json_lines()  # fmt: skip
     assert [_outputs(r)["OUTPUT"]["data"] for r in responses] == [[2], [4], [6]]  # type: ignore[index]
 
