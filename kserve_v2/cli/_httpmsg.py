@@ -35,7 +35,10 @@ def _dechunk(data: bytes) -> bytes:
         end = data.find(b"\r\n", pos)
         if end < 0:
             raise CLIError("chunked body ends in the middle of a chunk size")
-        size = int(data[pos:end].split(b";")[0].strip() or b"0", 16)
+        try:
+            size = int(data[pos:end].split(b";")[0].strip() or b"0", 16)
+        except ValueError:
+            raise CLIError(f"bad chunk size {bytes(data[pos:end][:20])!r} in the body") from None
         pos = end + 2
         if size == 0:
             return bytes(out)

@@ -13,7 +13,7 @@ The formatting functions (:func:`describe_body`, :func:`pretty_json`) are shared
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import IO, Any, Final
 
 from kserve_v2.cli._common import Style
@@ -433,8 +433,3 @@ class DumpPrinter:
             lines.append("")
             lines.extend("   " + line for line in content)
         return lines
-
-
-def printer(stream: IO[str], color: bool) -> Callable[[WireMessage], None]:
-    """A :class:`DumpPrinter` (for callers that want a plain function)."""
-    return DumpPrinter(stream, color=color)
