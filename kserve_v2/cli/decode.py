@@ -1,0 +1,124 @@
+"""Decode a captured binary-extension body offline, request or response: the JSON header
+pretty-printed, each binary section (tensor, datatype, shape, byte range) and the decoded
+tensors' values.
+
+FILE is the body alone (give --header-length N, the Inference-Header-Content-Length; a body
+that is all JSON needs none), or a saved HTTP message (`curl -i ... > response.http`), whose
+headers say it. `-` reads stdin.
+
+examples:
+  kserve-v2 decode response.http
+  kserve-v2 decode body.bin --header-length 231
+  kserve-v2 decode request.bin --header-length 231 --json
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from kserve_v2.cli import _common, _tensors
+
+__all__ = ["OPTIONS", "add_arguments", "run"]
+
+OPTIONS = ("output",)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("file", metavar="FILE", help="the body or saved HTTP message; - for stdin")
+    parser.add_argument(
+        "--header-length",
+        type=int,
+        metavar="N",
+        help="length of the JSON header (Inference-Header-Content-Length)",
+    )
+    kind = parser.add_mutually_exclusive_group()
+    kind.add_argument("--request", dest="kind", action="store_const", const="request")
+    kind.add_argument("--response", dest="kind", action="store_const", const="response")
+
+
+def run(args: argparse.Namespace) -> int:
+    import json
+    from pathlib import Path
+
+    from kserve_v2.cli._httpmsg import looks_like_http, parse_http_message
+    from kserve_v2.cli.dump import describe_body
+    from kserve_v2.rest import codec
+
+    data = sys.stdin.buffer.read() if args.file == "-" else Path(args.file).read_bytes()
+    header_length = args.header_length
+    kind = args.kind
+    first_line = ""
+    headers: dict[str, str] = {}
+    if looks_like_http(data):
+        message = parse_http_message(data)
+        first_line, headers, data = message.first_line, message.headers, message.body
+        kind = kind or ("request" if message.is_request else "response")
+        if header_length is None and codec.HEADER_LENGTH.lower() in headers:
+            header_length = int(headers[codec.HEADER_LENGTH.lower()])
+    if header_length is None:
+        try:
+            json.loads(data)
+        except ValueError:
+            raise _common.CLIError(
+                "the body is not all JSON: give --header-length N (its "
+                "Inference-Header-Content-Length), or a saved HTTP message"
+            ) from None
+    head = data if header_length is None else data[:header_length]
+    try:
+        header = json.loads(head)
+    except ValueError as exc:
+        raise _common.CLIError(f"the JSON header does not parse: {exc}") from None
+    if not isinstance(header, dict):
+        raise _common.CLIError("the JSON header is not an object")
+    kind = kind or ("request" if "inputs" in header else "response")
+    style = _common.Style(_common.wants_color(args, sys.stdout))
+    description = describe_body(data, {}, header_length=header_length)
+    record: dict[str, Any] = {
+        "kind": kind,
+        "content_length": len(data),
+        "header_length": header_length,
+        "header": header,
+    }
+    if first_line:
+        record["http"] = {"first_line": first_line, "headers": headers}
+    if kind == "request":
+        request = codec.decode_infer_request(data, header_length)
+        record["inputs"] = [
+            {
+                "name": t.name,
+                "datatype": t.datatype.value,
+                "shape": list(t.shape),
+                "data": _tensors.output_values(t.data),
+                **({"shared_memory": vars_of(t.shared_memory)} if t.shared_memory else {}),
+            }
+            for t in request.inputs
+        ]
+        values = []
+        for t in request.inputs:
+            values.append(style(f"{t.name}  {t.datatype.value}  {list(t.shape)}", "cyan"))
+            if t.data is not None:
+                values.extend("  " + line for line in _tensors.format_values(t.data).splitlines())
+            else:
+                values.append(f"  (in shared memory: {t.shared_memory})")
+    else:
+        result = codec.decode_infer_response(data, header_length)
+        record.update(_tensors.result_data(result))
+        values = _tensors.result_text(result, style=style, title=False).splitlines()
+    size = f"{len(data)} B" + (f", JSON header {header_length} B" if header_length else "")
+    lines = [style(f"{kind} body ({size})", "bold")]
+    if first_line:
+        lines.append(first_line)
+    lines += description[1:] if header_length else description
+    lines += ["", style("decoded", "bold"), *values]
+    _common.emit(args, record, "\n".join(lines))
+    return 0
+
+
+def vars_of(placement: Any) -> dict[str, Any]:
+    return {
+        "region": placement.region,
+        "byte_size": placement.byte_size,
+        "offset": placement.offset,
+    }
