@@ -14,6 +14,8 @@ import sys
 from collections.abc import Callable, Iterable, Sequence
 from typing import IO, TYPE_CHECKING, Any, Final
 
+from kserve_v2.cli.style import Style
+
 if TYPE_CHECKING:
     from kserve_v2 import AsyncClient, Client
     from kserve_v2.hooks import WireHook
@@ -173,30 +175,6 @@ def wants_color(args: argparse.Namespace, stream: IO[str]) -> bool:
         return False
     isatty = getattr(stream, "isatty", None)
     return bool(isatty and isatty())
-
-
-class Style:
-    """ANSI styles, or nothing when colours are off."""
-
-    _CODES: Final = {
-        "bold": "1",
-        "dim": "2",
-        "red": "31",
-        "green": "32",
-        "yellow": "33",
-        "blue": "34",
-        "magenta": "35",
-        "cyan": "36",
-    }
-
-    def __init__(self, enabled: bool) -> None:
-        self.enabled = enabled
-
-    def __call__(self, text: str, *styles: str) -> str:
-        if not self.enabled or not styles:
-            return text
-        codes = ";".join(self._CODES[s] for s in styles)
-        return f"\x1b[{codes}m{text}\x1b[0m"
 
 
 # -- clients --------------------------------------------------------------------------------------

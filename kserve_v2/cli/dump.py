@@ -16,7 +16,7 @@ import json
 from collections.abc import Iterator, Mapping, Sequence
 from typing import IO, Any, Final
 
-from kserve_v2.cli._common import Style
+from kserve_v2.cli.style import Style
 from kserve_v2.hooks import WireMessage, redact_headers
 
 __all__ = [

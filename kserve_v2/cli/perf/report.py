@@ -9,10 +9,11 @@ import math
 from collections.abc import Sequence
 from typing import IO, Any, Final
 
-from kserve_v2.cli._common import Style, format_table
+from kserve_v2.cli._common import format_table
 from kserve_v2.cli.perf.histogram import LatencyHistogram
 from kserve_v2.cli.perf.load import Step
 from kserve_v2.cli.perf.runner import StepResult, Window
+from kserve_v2.cli.style import Style
 
 __all__ = ["CSV_COLUMNS", "ProgressLine", "histogram_text", "sweep_table", "write_csv", "write_png"]
 
