@@ -5,7 +5,8 @@
 * ``channel``: grpcio channels (TLS, keepalive, options, compression) and error translation;
 * ``protocol``: the calls of every RPC, without I/O (the twin of ``client/http.py``);
 * ``codec`` and ``extensions``: messages <-> value objects and REST-shaped dicts;
-* ``stream``: ``client.stream()`` (``ModelStreamInfer``);
+* ``stream``: ``client.stream()`` (``ModelStreamInfer``): ``stream_aio``, the source of the
+  generated ``stream_sync``, and ``routing``, what they share without I/O;
 * ``wire``: the hand-written infer message codec; ``_generated``: grpcio-tools stubs.
 
 Importing this package imports neither grpcio nor protobuf; they are loaded when a gRPC
