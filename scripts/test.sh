@@ -8,6 +8,8 @@ cd "$ROOT"
 
 bash scripts/setup.sh
 
+echo "== unasync --check (generated sync modules match their async sources)" >&2
+.venv/bin/python scripts/unasync.py --check
 echo "== ruff check" >&2
 .venv/bin/ruff check .
 echo "== mypy" >&2

@@ -64,6 +64,7 @@ LAYERS: dict[str, Layer] = {
     # -- values
     "kserve_v2._lazy": Layer.VALUES,  # the package inits' lazy re-exports
     "kserve_v2.arguments": Layer.VALUES,
+    "kserve_v2.concurrency": Layer.VALUES,  # async/sync lock, condition... twins (unasync swaps)
     "kserve_v2.datatypes": Layer.VALUES,
     "kserve_v2.endpoint": Layer.VALUES,
     "kserve_v2.errors": Layer.VALUES,

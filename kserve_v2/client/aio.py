@@ -1,10 +1,13 @@
-"""The asyncio client: the twin of :mod:`kserve_v2.client.sync`."""
+"""The asyncio client, :class:`AsyncClient`, and :class:`AsyncGenerateStream`, what its
+``generate_stream`` returns.
+
+:mod:`kserve_v2.client.sync` is generated from this module by ``scripts/unasync.py``: edit
+this one, then run the script.
+"""
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import AsyncGenerator, Mapping
-from types import TracebackType
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from kserve_v2.arguments import (
@@ -15,7 +18,8 @@ from kserve_v2.arguments import (
 )
 from kserve_v2.backend import Call
 from kserve_v2.client.base import ClientBase
-from kserve_v2.client.extensions import AsyncGenerateStream, region_call
+from kserve_v2.client.extensions import region_call
+from kserve_v2.concurrency import AsyncSemaphore
 from kserve_v2.errors import InvalidInputError, TransportError
 from kserve_v2.hooks import WireHook
 from kserve_v2.interfaces import AsyncChannel, AsyncTransport
@@ -31,7 +35,7 @@ if TYPE_CHECKING:
     from kserve_v2.options import GRPCKeepAlive
     from kserve_v2.shm import CudaSharedMemoryRegion, SystemSharedMemoryRegion
 
-__all__ = ["AsyncClient"]
+__all__ = ["AsyncClient", "AsyncGenerateStream"]
 
 T = TypeVar("T")
 
@@ -67,10 +71,13 @@ class AsyncClient(ClientBase):
         accept_compression: ``"gzip"`` or ``"deflate"`` to ask for compressed responses.
         tls: certificates for ``https://`` (see :class:`TLSOptions`).
         pool_size: most connections kept open to the server (and most requests in flight).
-        transport: a ready transport (e.g. ``HTTPXTransport(...)``) instead of the default.
+        transport: a ready transport (e.g. ``AsyncHTTPXTransport(...)``) instead of the
+            default.
         wire_hook: called with a :class:`WireMessage` for every message sent and received.
         verbose: print every message to stderr (credentials redacted).
-        max_concurrency: most requests in flight at once (others wait their turn).
+        max_concurrency: most requests in flight at once; the others wait their turn (the
+            wait is not part of their ``timeout``). A ``generate_stream`` holds its slot until
+            it ends; gRPC streams (:meth:`stream`) take none.
         grpc: gRPC only: the gRPC settings (:class:`~kserve_v2.GRPCOptions`): transport, grpcio
             channel arguments, credentials, keepalive; or give them as the four keywords below.
         grpc_options: gRPC only: further grpcio channel arguments, added to the defaults
@@ -82,13 +89,21 @@ class AsyncClient(ClientBase):
             which needs no grpcio and costs far less CPU per call; or ``"grpcio"``, which is
             needed for ``grpc_credentials``, ``grpc_keepalive`` and grpcio channel arguments
             beyond the message size limits.
-        max_response_size: largest response accepted, in bytes (``None``: no limit); see
-            :class:`~kserve_v2.Client`.
+        max_response_size: largest response accepted, in bytes (``None``: no limit): over
+            HTTP the body as received and after decompression (refused before it is
+            allocated when its ``Content-Length`` says so; compressed bodies are never
+            inflated past it), over gRPC each message received. Beyond it: over HTTP a
+            :class:`~kserve_v2.ProtocolError`, over gRPC a :class:`~kserve_v2.ServerError`
+            with ``grpc_code == "RESOURCE_EXHAUSTED"`` (as gRPC reports it). Set it when the
+            server is not trusted; streamed HTTP bodies (``generate_stream``) are not limited.
+            With ``transport=``, give the limit to that transport instead.
 
-    Over gRPC (``grpc://host:8001``, ``grpcs://...``) one HTTP/2 channel carries every call;
-    it is opened on first use inside the running event loop and belongs to that loop. See
-    :class:`~kserve_v2.Client` for the options that do not apply to gRPC, and
-    :meth:`stream` for bidirectional streams.
+    Over gRPC (``grpc://host:8001``, ``grpcs://...``) one HTTP/2 channel carries every call:
+    ``pool_size`` and ``binary`` do not apply, ``connect_timeout`` is bounded by each call's
+    deadline (``timeout``), ``request_compression`` compresses request messages, and
+    responses are compressed as the server decides (``accept_compression`` is not needed).
+    The channel opens on first use, inside the running event loop, and belongs to that loop.
+    :meth:`stream` opens bidirectional streams (decoupled models, sequences).
     """
 
     def __init__(
@@ -147,7 +162,7 @@ class AsyncClient(ClientBase):
                 "max_concurrency must be a positive integer", value=max_concurrency
             )
         # Requests past the limit wait here, before taking a connection or any memory.
-        self._limit = asyncio.Semaphore(max_concurrency) if max_concurrency else None
+        self._limit = AsyncSemaphore(max_concurrency) if max_concurrency else None
 
     def _default_io(self, pool_size: int) -> AsyncTransport | AsyncChannel:
         if self.protocol == "grpc":
@@ -188,12 +203,7 @@ class AsyncClient(ClientBase):
     async def __aenter__(self) -> AsyncClient:
         return self
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    async def __aexit__(self, *exc_info: object) -> None:
         await self.aclose()
 
     # -- health and metadata -----------------------------------------------------------------
@@ -342,8 +352,25 @@ class AsyncClient(ClientBase):
     ) -> AsyncGRPCStream:
         """Open a bidirectional inference stream (``ModelStreamInfer``; gRPC only).
 
-        The arguments are those of :meth:`Client.stream`; the stream starts on
-        ``async with`` (or its first ``send``).
+        Any number of streams may be open at once. Requests go out with ``send`` (the
+        arguments of :meth:`infer`); responses are matched to requests by id. Decoupled
+        models answer a request with any number of responses, whose ``result.final`` says
+        which is the last. The call opens when the stream is entered (``async with``) or at
+        its first ``send``. See :mod:`kserve_v2.grpc.stream`.
+
+        Args:
+            headers: metadata of the stream (the client's headers are sent too).
+            timeout: deadline of the whole stream in seconds (default: none; closing waits
+                at most the client's ``timeout`` for requests in flight).
+            compression: ``"gzip"``/``"deflate"`` for this stream's requests.
+            enable_empty_final_response: also yield the empty response a decoupled model's
+                request ends with (``final == True``, no outputs).
+            triton_grpc_error: have Triton end the stream with a gRPC error status at the
+                first error (``triton_grpc_error`` header): the error is raised as
+                :class:`~kserve_v2.ServerError` and the stream is over. Combined with
+                ``enable_empty_final_response`` it crashes Triton 2.51 on the first error;
+                without it, per-request iteration over a decoupled model may only end with
+                the stream (see :mod:`kserve_v2.grpc.stream`).
 
         Example::
 
@@ -461,10 +488,10 @@ class AsyncClient(ClientBase):
 
         Example::
 
-            await client.load_model("simple", config={"backend": "python", "max_batch_size": 4,
-                                                "input": [...], "output": [...]})
-            await client.load_model("uploaded", config=config_json,
-                              files={"1/model.py": Path("model.py").read_bytes()})
+            await client.load_model("simple", config={
+                "backend": "python", "max_batch_size": 4, "input": [...], "output": [...]})
+            await client.load_model(
+                "uploaded", config=config_json, files={"1/model.py": Path("model.py").read_bytes()})
         """
         await self._run(
             self._proto.load_model(
@@ -741,9 +768,9 @@ class AsyncClient(ClientBase):
         """Stream the answers of the generate extension (``POST .../generate_stream``,
         Server-Sent Events; HTTP only), one dict per event, as they arrive.
 
-        Not a coroutine: it returns an async iterator at once, and the request is sent when
-        iteration starts. ``timeout`` bounds the wait for the response head and then for
-        each next piece of the stream, not the whole stream. An error event raises
+        It returns the stream at once; the request is sent when iteration starts.
+        ``timeout`` bounds the wait for the response head and then for each next piece of
+        the stream, not the whole stream. An error event raises
         :class:`~kserve_v2.errors.ServerError`. Stopping early (``break`` inside
         ``async with``, ``aclose()``) closes the connection. With ``max_concurrency`` the
         stream holds one slot until it ends.
@@ -766,7 +793,7 @@ class AsyncClient(ClientBase):
 
     @staticmethod
     async def _limited(
-        events: AsyncGenerator[T, None], limit: asyncio.Semaphore
+        events: AsyncGenerator[T, None], limit: AsyncSemaphore
     ) -> AsyncGenerator[T, None]:
         # The slot is taken when iteration starts and given back when the stream ends or is
         # closed; the inner generator is closed explicitly, not left to the garbage collector.
@@ -806,3 +833,40 @@ class AsyncClient(ClientBase):
 
         async with AsyncHTTPTransport(**{**self._transport_kwargs(1), "url": None}) as transport:
             return await call.arun(transport, self._hook)
+
+
+class AsyncGenerateStream(AsyncIterator[dict[str, Any]]):
+    """The responses of ``AsyncClient.generate_stream``, one dict per server-sent event.
+
+    The request is sent when iteration starts. An error the server reports mid-stream raises
+    :class:`~kserve_v2.errors.ServerError`. Stopping early is fine: leaving the ``async with``
+    block, calling :meth:`aclose`, or dropping the iterator closes the connection (it is not
+    reused, since the rest of the stream was not read).
+
+    Example::
+
+        async with client.generate_stream("llm", {"text_input": "Hi", "max_tokens": 8}) as stream:
+            async for response in stream:
+                print(response["text_output"], end="")
+    """
+
+    __slots__ = ("_events",)
+
+    def __init__(self, events: AsyncGenerator[dict[str, Any], None]) -> None:
+        self._events = events
+
+    def __aiter__(self) -> AsyncGenerateStream:
+        return self
+
+    async def __anext__(self) -> dict[str, Any]:
+        return await self._events.__anext__()
+
+    async def aclose(self) -> None:
+        """Stop reading and close the connection (no-op when the stream has ended)."""
+        await self._events.aclose()
+
+    async def __aenter__(self) -> AsyncGenerateStream:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()

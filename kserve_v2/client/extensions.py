@@ -40,14 +40,15 @@ Helpers here:
 * :func:`read_shared_memory_output`: read an output the server wrote to a region, by name;
 * :func:`normalize_load_request`, :func:`trace_settings_update`, :func:`log_settings_update`:
   argument checks and normalisation shared by the HTTP and gRPC backends;
-* :class:`GenerateStream` / :class:`AsyncGenerateStream`: what ``generate_stream`` returns.
+* :func:`region_call`: the (un)register call for a region object, system or CUDA.
+
+What ``generate_stream`` returns lives with each client:
+:class:`~kserve_v2.client.sync.GenerateStream`, :class:`~kserve_v2.client.aio.AsyncGenerateStream`.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, AsyncIterator, Generator, Iterator
-from types import TracebackType
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from kserve_v2.errors import InvalidInputError
 
@@ -56,7 +57,7 @@ if TYPE_CHECKING:
     from kserve_v2.backend import Backend, Call
     from kserve_v2.shm import CudaSharedMemoryRegion, SystemSharedMemoryRegion
 
-__all__ = ["AsyncGenerateStream", "GenerateStream", "region_call"]
+__all__ = ["region_call"]
 
 IO = TypeVar("IO")
 AIO = TypeVar("AIO")
@@ -112,87 +113,3 @@ def region_call(
 
 # ---------------------------------------------------------------------------------------------
 # model repository, trace and log settings
-
-
-# ---------------------------------------------------------------------------------------------
-# generate_stream results
-
-
-class GenerateStream(Iterator[dict[str, Any]]):
-    """The responses of ``Client.generate_stream``, one dict per server-sent event.
-
-    The request is sent when iteration starts. An error the server reports mid-stream raises
-    :class:`~kserve_v2.errors.ServerError`. Stopping early is fine: leaving a ``with`` block,
-    calling :meth:`close`, or dropping the iterator closes the connection (it is not reused,
-    since the rest of the stream was not read).
-
-    Example::
-
-        with client.generate_stream("llm", {"text_input": "Hi", "max_tokens": 8}) as stream:
-            for response in stream:
-                print(response["text_output"], end="")
-    """
-
-    __slots__ = ("_events",)
-
-    def __init__(self, events: Generator[dict[str, Any], None, None]) -> None:
-        self._events = events
-
-    def __iter__(self) -> GenerateStream:
-        return self
-
-    def __next__(self) -> dict[str, Any]:
-        return next(self._events)
-
-    def close(self) -> None:
-        """Stop reading and close the connection (no-op when the stream has ended)."""
-        self._events.close()
-
-    def __enter__(self) -> GenerateStream:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
-
-
-class AsyncGenerateStream(AsyncIterator[dict[str, Any]]):
-    """The responses of ``AsyncClient.generate_stream``: the async twin of
-    :class:`GenerateStream`.
-
-    Example::
-
-        async with client.generate_stream("llm", {"text_input": "Hi"}) as stream:
-            async for response in stream:
-                print(response["text_output"], end="")
-    """
-
-    __slots__ = ("_events",)
-
-    def __init__(self, events: AsyncGenerator[dict[str, Any], None]) -> None:
-        self._events = events
-
-    def __aiter__(self) -> AsyncGenerateStream:
-        return self
-
-    async def __anext__(self) -> dict[str, Any]:
-        return await self._events.__anext__()
-
-    async def aclose(self) -> None:
-        """Stop reading and close the connection (no-op when the stream has ended)."""
-        await self._events.aclose()
-
-    async def __aenter__(self) -> AsyncGenerateStream:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()

@@ -9,7 +9,8 @@
   ``config`` (channel settings), ``status`` (status codes), and ``_generated`` (the
   grpcio-tools stubs, for grpcio and the protobuf fallback);
 * backends: ``backend`` (:class:`~kserve_v2.grpc.backend.GRPCBackend`, every RPC's calls)
-  and ``stream`` (``client.stream()``, ``ModelStreamInfer``).
+  and ``stream`` (``client.stream()``, ``ModelStreamInfer``): ``stream_aio`` is the source of
+  the generated ``stream_sync``, and ``routing`` what they share without I/O.
 
 The channels that move the bytes are transports: :mod:`kserve_v2.transport.native` (HTTP/2 of
 our own) and :mod:`kserve_v2.transport.grpcio`.

@@ -31,7 +31,8 @@ from kserve_v2 import (
     WireMessage,
 )
 from kserve_v2.arguments import log_settings_update, normalize_load_request, trace_settings_update
-from kserve_v2.client.extensions import AsyncGenerateStream, GenerateStream
+from kserve_v2.client.aio import AsyncGenerateStream
+from kserve_v2.client.sync import GenerateStream
 from kserve_v2.endpoint import parse_url
 from kserve_v2.extensions import Classification, parse_classification
 from kserve_v2.interfaces import HTTPRequest, HTTPResponse
@@ -435,6 +436,18 @@ def test_wire_hook_sees_the_stream() -> None:
     send, receive = seen
     assert (send.direction, receive.direction, receive.status) == ("send", "receive", 200)
     assert b"".join(bytes(p) for p in receive.body) == b"".join(EVENT_PIECES)
+
+
+def test_stream_holds_its_concurrency_slot_until_it_ends() -> None:
+    client, transport = scripted(200, [*EVENT_PIECES, b'data: {"x": 1}\n\n'], max_concurrency=1)
+    with client:
+        with client.generate_stream("m", {}) as stream:
+            assert next(stream) == {"text_output": "a"}
+            assert client._limit is not None
+            assert not client._limit.acquire(blocking=False)  # the stream holds the only slot
+        assert transport.released == 1
+        # The slot came back: another call can run.
+        assert list(client.generate_stream("m", {}))[-1] == {"x": 1}
 
 
 async def test_async_stream_over_a_scripted_transport() -> None:

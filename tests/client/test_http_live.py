@@ -13,6 +13,7 @@ import importlib.util
 import json
 import math
 import socket
+import threading
 import time
 import warnings
 from collections.abc import Callable, Iterator
@@ -786,6 +787,27 @@ def test_max_concurrency_caps_the_requests_in_flight(connect: Connect) -> None:
     results = client.gather(calls)
     assert sorted(int(result.id) for result in results) == list(range(64))
     assert peak == 4
+    assert in_flight == 0
+
+
+@pytest.mark.parametrize("kind", SYNC_KINDS)
+def test_max_concurrency_caps_the_requests_in_flight_from_threads(connect: Connect) -> None:
+    lock = threading.Lock()
+    in_flight = peak = 0
+
+    def count(message: WireMessage) -> None:  # called by each sending thread
+        nonlocal in_flight, peak
+        with lock:
+            in_flight += 1 if message.direction == "send" else -1
+            peak = max(peak, in_flight)
+
+    client = connect(wire_hook=count, max_concurrency=4)
+    with ThreadPoolExecutor(max_workers=16) as pool:
+        results = list(
+            pool.map(lambda i: client.infer("slow", slow_input(5), request_id=str(i)), range(64))
+        )
+    assert [int(result.id) for result in results] == list(range(64))
+    assert 1 <= peak <= 4  # 16 threads, at most 4 requests on the wire at once
     assert in_flight == 0
 
 

@@ -34,10 +34,8 @@ from kserve_v2.errors import (
 )
 from kserve_v2.grpc import codec, extensions
 from kserve_v2.grpc.backend import GRPCBackend, metadata_items
-from kserve_v2.grpc.codec import StreamEvent
 from kserve_v2.grpc.config import DEFAULT_OPTIONS, Metadata, channel_config
 from kserve_v2.grpc.status import status_of
-from kserve_v2.grpc.stream import _Router
 from kserve_v2.interfaces import AsyncUnaryChannel, BytesLike, UnaryChannel
 from kserve_v2.messages import InferRequest, InferResult, OutputTensor
 from kserve_v2.options import GRPCKeepAlive
@@ -786,107 +784,6 @@ def test_deadline_errors_are_timeouts() -> None:
     error = translate_rpc_error(FakeRpcError(grpc.StatusCode.DEADLINE_EXCEEDED, "late"))
     assert isinstance(error, TimeoutError)
     assert isinstance(error, TransportError)
-
-
-# ------------------------------------------------------------------------- stream router
-
-
-def event(rid: str, final: bool | None, *, error: str = "", outputs: int = 1) -> StreamEvent:
-    if error:
-        return StreamEvent(rid, None, ServerError(error), final)
-    tensors = tuple(
-        OutputTensor(f"o{i}", "INT32", (1,), np.zeros(1, np.int32)) for i in range(outputs)
-    )
-    params = {} if final is None else {"triton_final_response": final}
-    result = InferResult("m", id=rid, parameters=params, outputs=tensors)
-    return StreamEvent(rid, result, None, final)
-
-
-def test_router_matches_responses_to_requests() -> None:
-    router = _Router(show_empty_final=False)
-    router.register("a")
-    router.register("b")
-    for e in (event("a", False), event("b", True), event("a", False), event("a", True, outputs=0)):
-        router.deliver(e)
-    assert router.pending == 0
-    first = router.take_for("a")
-    assert first is not None
-    assert first.request_id == "a"
-    taken = router.take_any()
-    assert taken is not None
-    assert taken.request_id == "b"
-    second = router.take_any()
-    assert second is not None
-    assert second.request_id == "a"
-    assert router.take_any() is None  # the empty final response was hidden
-    assert router.any_done()
-    assert router.done_for("a")
-    assert router.stop_error(None) is None
-
-
-def test_router_shows_empty_final_responses_when_asked() -> None:
-    router = _Router(show_empty_final=True)
-    router.register("a")
-    router.deliver(event("a", True, outputs=0))
-    entry = router.take_for("a")
-    assert entry is not None
-    assert entry.result is not None
-    assert entry.result.final is True
-
-
-def test_router_errors_end_a_request_only_when_final_or_unflagged() -> None:
-    router = _Router(show_empty_final=False)
-    router.register("a")
-    router.register("b")
-    router.deliver(event("a", False, error="mid-stream"))  # decoupled: more may follow
-    router.deliver(event("b", None, error="unknown model"))  # rejected before running
-    assert router.is_pending("a")
-    assert not router.is_pending("b")
-    entry = router.take_for("b")
-    assert entry is not None
-    assert entry.error is not None
-    assert entry.error.message == "unknown model"
-    assert router.done_for("b")
-    assert not router.done_for("a")
-
-
-def test_router_refuses_ids_in_flight_and_reports_the_streams_end() -> None:
-    router = _Router(show_empty_final=False)
-    router.register("a")
-    with pytest.raises(InvalidInputError, match="in flight"):
-        router.register("a")
-    router.register("b")
-    router.deliver(event("b", True))
-    failure = ServerError("stream failed", grpc_code="INTERNAL")
-    router.finish(failure)
-    assert router.done_for("a")
-    assert router.stop_error("a") is failure
-    assert router.stop_error("b") is None  # b completed before the failure
-    assert router.stop_error(None) is failure
-    router.forget("a")
-    assert router.pending == 0
-
-
-def test_router_gives_back_taken_entries_in_place() -> None:
-    router = _Router(show_empty_final=False)
-    router.register("a")
-    for e in (event("a", False), event("b", True), event("a", True)):
-        router.deliver(e)
-    first, second = router.take_for("a"), router.take_for("a")
-    assert first is not None
-    assert second is not None
-    router.give_back([first, second])
-    order = [router.take_any() for _ in range(3)]
-    assert [(e.request_id, e.seq) for e in order if e is not None] == [("a", 0), ("b", 1), ("a", 2)]
-    assert router.take_any() is None
-
-
-def test_router_passes_unknown_ids_to_the_stream_consumer() -> None:
-    router = _Router(show_empty_final=False)
-    router.deliver(event("stranger", True))
-    entry = router.take_any()
-    assert entry is not None
-    assert entry.request_id == "stranger"
 
 
 # ----------------------------------------------------------------------- client plumbing

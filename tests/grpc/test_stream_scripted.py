@@ -1,0 +1,319 @@
+"""The streams (:class:`GRPCStream`, generated from :class:`AsyncGRPCStream`) over a scripted
+call: the test plays the server, answering the requests it received. Together with the live
+tests in ``test_stream.py``: when the call opens, the reader's ends, closing and cancelling."""
+
+from __future__ import annotations
+
+import asyncio
+import queue
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pytest
+
+from kserve_v2 import ProtocolError, ServerError, TransportError, WireMessage
+from kserve_v2.endpoint import parse_url
+from kserve_v2.grpc import AsyncGRPCStream, GRPCStream
+from kserve_v2.grpc.backend import GRPCBackend
+from kserve_v2.grpc.routing import READER_NAME
+
+pb = pytest.importorskip("kserve_v2.grpc._generated.grpc_service_pb2")
+
+URL = "grpc://scripted:1"
+INPUTS = {"INPUT0": np.ones((1, 2), np.int32)}
+
+
+def response(request_id: str, *, final: bool = True, error: str = "") -> bytes:
+    message = pb.ModelStreamInferResponse(error_message=error)
+    message.infer_response.id = request_id
+    message.infer_response.model_name = "m"
+    message.infer_response.parameters["triton_final_response"].bool_param = final
+    if not error:  # a data response (one with no outputs is Triton's empty final response)
+        output = message.infer_response.outputs.add(name="OUT", datatype="INT32", shape=[1])
+        output.contents.int_contents.append(7)
+    data: bytes = message.SerializeToString()
+    return data
+
+
+def request_id_of(data: bytes) -> str:
+    request_id: str = pb.ModelInferRequest.FromString(data).id
+    return request_id
+
+
+@dataclass
+class Config:
+    url: str = URL
+
+
+class ScriptedCall:
+    """A :class:`~kserve_v2.interfaces.SyncStreamCall`: ``messages`` are what the reader
+    gets (``None`` ends the call with OK, an exception is raised there)."""
+
+    def __init__(self) -> None:
+        self.messages: queue.SimpleQueue[bytes | BaseException | None] = queue.SimpleQueue()
+        self.sent: list[bytes] = []
+        self.half_closed = False
+        self.ended_sending = threading.Event()
+        self.cancelled = False
+        self.status: str | None = None
+
+    def send(self, data: bytes) -> None:
+        if self.half_closed or self.cancelled:
+            raise TransportError("closed")
+        self.sent.append(data)
+
+    def done_sending(self) -> None:
+        self.half_closed = True
+        self.ended_sending.set()
+
+    def __iter__(self) -> Iterator[bytes]:
+        while (item := self.messages.get()) is not None:
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+        self.status = "CANCELLED" if self.cancelled else "OK"
+
+    def cancel(self) -> None:
+        self.cancelled = True
+        self.messages.put(None)
+
+
+class AsyncScriptedCall:
+    """The :class:`~kserve_v2.interfaces.AsyncStreamCall` twin of :class:`ScriptedCall`."""
+
+    def __init__(self) -> None:
+        self.messages: asyncio.Queue[bytes | BaseException | None] = asyncio.Queue()
+        self.sent: list[bytes] = []
+        self.half_closed = False
+        self.ended_sending = asyncio.Event()
+        self.cancelled = False
+        self.status: str | None = None
+
+    async def write(self, data: bytes) -> None:
+        if self.half_closed or self.cancelled:
+            raise TransportError("closed")
+        self.sent.append(data)
+
+    async def done_writing(self) -> None:
+        self.half_closed = True
+        self.ended_sending.set()
+
+    async def read(self) -> bytes | None:
+        item = await self.messages.get()
+        if isinstance(item, BaseException):
+            raise item
+        if item is None:
+            self.status = "CANCELLED" if self.cancelled else "OK"
+        return item
+
+    def cancel(self) -> None:
+        self.cancelled = True
+        self.messages.put_nowait(None)
+
+
+class Channel:
+    def __init__(self, call: Any) -> None:
+        self.config: Any = Config()
+        self.call = call
+        self.opened = 0
+
+    def open_stream(self, method: str, **options: Any) -> Any:
+        self.opened += 1
+        return self.call
+
+
+def sync_stream(**options: Any) -> tuple[GRPCStream, Channel]:
+    channel = Channel(ScriptedCall())
+    return GRPCStream(channel, GRPCBackend(parse_url(URL)), None, **options), channel
+
+
+def async_stream(**options: Any) -> tuple[AsyncGRPCStream, Channel]:
+    channel = Channel(AsyncScriptedCall())
+    return AsyncGRPCStream(channel, GRPCBackend(parse_url(URL)), None, **options), channel
+
+
+def reader_threads() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name.startswith(READER_NAME)]
+
+
+# --------------------------------------------------------------------------------- sync
+
+
+def test_a_stream_opens_its_call_on_first_use_only() -> None:
+    stream, channel = sync_stream()
+    assert channel.opened == 0
+    assert not reader_threads()
+    stream.close()
+    assert stream.closed
+    assert channel.opened == 0
+    with pytest.raises(TransportError, match="closed"):
+        stream.send("m", INPUTS)
+    assert list(stream) == []
+
+
+def test_requests_get_their_responses() -> None:
+    stream, channel = sync_stream()
+    call = channel.call
+    with stream:
+        assert channel.opened == 1
+        first = stream.send("m", INPUTS, request_id="a")
+        second = stream.send("m", INPUTS)
+        assert [request_id_of(data) for data in call.sent] == ["a", second.id]
+        call.messages.put(response(second.id))
+        call.messages.put(response("a", final=False))
+        call.messages.put(response("a"))
+        assert [r.id for r in first.results(timeout=30)] == ["a", "a"]
+        assert [r.id for r in stream] == [second.id]
+        assert first.done
+        assert second.done
+        assert stream.pending == 0
+        call.messages.put(None)  # the server ends the stream
+    assert call.half_closed
+    assert stream.closed
+    assert not reader_threads()
+
+
+def test_close_waits_for_the_final_responses() -> None:
+    stream, channel = sync_stream()
+    call = channel.call
+    stream.send("m", INPUTS, request_id="a")
+    closing = threading.Thread(target=stream.close)
+    closing.start()
+    assert not call.half_closed  # close() waits for the request's final response first
+    call.messages.put(response("a"))
+    assert call.ended_sending.wait(30)  # then half-closes, and waits for the server's end
+    assert not stream.closed
+    call.messages.put(None)
+    closing.join(30)
+    assert stream.closed
+    assert stream.pending == 0
+
+
+def test_a_failing_reader_ends_every_request_with_its_error() -> None:
+    stream, channel = sync_stream()
+    request = stream.send("m", INPUTS)
+    channel.call.messages.put(ProtocolError("garbled message"))
+    with pytest.raises(ProtocolError, match="garbled"):
+        request.results(timeout=30)
+    with pytest.raises(ProtocolError, match="garbled"):
+        stream.send("m", INPUTS)
+    stream.close()
+    assert channel.call.cancelled  # the call was ended where the reader stopped
+
+
+def test_an_error_response_belongs_to_its_request() -> None:
+    stream, channel = sync_stream()
+    call = channel.call
+    with stream:
+        bad = stream.send("m", INPUTS, request_id="bad")
+        good = stream.send("m", INPUTS, request_id="good")
+        call.messages.put(response("bad", error="no such model"))
+        call.messages.put(response("good"))
+        with pytest.raises(ServerError, match="no such model"):
+            bad.results(timeout=30)
+        assert [r.id for r in good.results(timeout=30)] == ["good"]
+        call.messages.put(None)
+
+
+def test_cancel_ends_the_call_and_the_reader() -> None:
+    seen: list[WireMessage] = []
+    channel = Channel(ScriptedCall())
+    stream = GRPCStream(channel, GRPCBackend(parse_url(URL)), seen.append)
+    request = stream.send("m", INPUTS)
+    stream.cancel()
+    assert stream.closed
+    assert request.done
+    assert channel.call.cancelled
+    assert not reader_threads()
+    assert [m.direction for m in seen] == ["send", "send", "receive"]
+    assert seen[-1].status == "CANCELLED"
+    stream.cancel()  # idempotent
+
+
+def test_a_wire_hook_may_close_the_stream_from_the_reader() -> None:
+    channel = Channel(ScriptedCall())
+    streams: list[GRPCStream] = []
+
+    def hook(message: WireMessage) -> None:
+        if message.direction == "receive" and message.body:
+            streams[0].close()  # on the reader thread: half-closes, does not wait
+
+    stream = GRPCStream(channel, GRPCBackend(parse_url(URL)), hook)
+    streams.append(stream)
+    with stream:
+        request = stream.send("m", INPUTS)
+        channel.call.messages.put(response(request.id))
+        assert len(request.results(timeout=30)) == 1
+        assert channel.call.half_closed
+        channel.call.messages.put(None)
+    assert stream.closed
+
+
+# -------------------------------------------------------------------------------- async
+
+
+async def test_async_stream_opens_on_first_use_only() -> None:
+    stream, channel = async_stream()
+    await stream.aclose()
+    assert stream.closed
+    assert channel.opened == 0
+    with pytest.raises(TransportError, match="closed"):
+        await stream.send("m", INPUTS)
+
+
+async def test_async_requests_get_their_responses() -> None:
+    stream, channel = async_stream()
+    call = channel.call
+    async with stream:
+        first = await stream.send("m", INPUTS, request_id="a")
+        second = await stream.send("m", INPUTS)
+        call.messages.put_nowait(response(second.id))
+        call.messages.put_nowait(response("a", final=False))
+        call.messages.put_nowait(response("a"))
+        assert [r.id for r in await first.results(timeout=30)] == ["a", "a"]
+        assert [r.id async for r in stream] == [second.id]
+        assert stream.pending == 0
+        call.messages.put_nowait(None)
+    assert call.half_closed
+    assert stream.closed
+
+
+async def test_async_close_waits_for_the_final_responses() -> None:
+    stream, channel = async_stream()
+    call = channel.call
+    await stream.send("m", INPUTS, request_id="a")
+    closing = asyncio.ensure_future(stream.aclose())
+    call.messages.put_nowait(response("a"))
+    await asyncio.wait_for(call.ended_sending.wait(), 30)  # after the final response
+    assert not stream.closed
+    call.messages.put_nowait(None)
+    await closing
+    assert stream.closed
+
+
+async def test_async_wait_times_out_and_keeps_the_responses() -> None:
+    stream, channel = async_stream()
+    async with stream:
+        request = await stream.send("m", INPUTS, request_id="a")
+        channel.call.messages.put_nowait(response("a", final=False))
+        with pytest.raises(TimeoutError):  # DeadlineExceededError is one
+            await request.results(timeout=0.05)
+        channel.call.messages.put_nowait(response("a"))
+        assert len(await stream.wait("a", timeout=30)) == 2
+        channel.call.messages.put_nowait(None)
+
+
+async def test_a_cancelled_reader_task_fails_the_requests_in_flight() -> None:
+    stream, _ = async_stream()
+    request = await stream.send("m", INPUTS)
+    readers = [t for t in asyncio.all_tasks() if t.get_name().startswith(READER_NAME)]
+    assert len(readers) == 1
+    await asyncio.sleep(0)  # the reader starts, and waits for a message
+    readers[0].cancel()
+    with pytest.raises(TransportError, match="reader was stopped"):
+        await request.results(timeout=30)
+    await stream.cancel()
+    assert stream.closed
