@@ -53,6 +53,7 @@ __all__ = [
     "RestResponse",
     "RpcError",
     "Session",
+    "StreamMessageMismatch",
     "Target",
 ]
 
@@ -62,6 +63,11 @@ _STREAM_METHOD = SERVICE + "ModelStreamInfer"
 
 class CaseFailed(AssertionError):
     """The server did not do what the cited sentence says."""
+
+
+class StreamMessageMismatch(CaseFailed):
+    """``ModelStreamInfer`` answered with messages that are not ``ModelStreamInferResponse``
+    (protobuf would read another message as one without complaint)."""
 
 
 class CaseSkipped(Exception):
@@ -150,6 +156,8 @@ class Session:
         self._channel: NativeGRPCChannel | None = None
         self._info: dict[str, _ServerInfo] = {}
         self._models: dict[str, str | None] = {}
+        #: what cases learn about the server once per run (e.g. how it answers a stream)
+        self.facts: dict[str, Any] = {}
         self._base_path = urlsplit(target.http).path.rstrip("/") if target.http else ""
 
     # -- lifecycle ------------------------------------------------------------------------
@@ -207,9 +215,25 @@ class Session:
                 transport=self.transport(),
                 headers=self.target.headers,
                 timeout=self.target.timeout,
+                binary=self._advertises_binary(),
                 wire_hook=self._hook,
             )
         return self._http_client
+
+    def _advertises_binary(self) -> bool:
+        """Whether the server lists ``binary_tensor_data``: only then does the HTTP client send
+        and ask for binary tensor data by default. Elsewhere it speaks the core protocol's JSON,
+        so that core-protocol and cross-protocol cases never depend on an extension the server
+        does not claim. (Read through the raw transport: the client is not built yet.)"""
+        from kserve_v2.interfaces import HTTPRequest
+
+        request = HTTPRequest("GET", self.path("v2"), list(self.target.headers), (), None)
+        try:
+            response = self.transport().handle_request(request)
+            extensions = json.loads(bytes(response.body)).get("extensions", [])
+        except (KServeError, ValueError, AttributeError):
+            return False  # no usable metadata: the HTTP cases skip anyway
+        return isinstance(extensions, list) and "binary_tensor_data" in extensions
 
     def grpc_client(self) -> Client:
         if self.target.grpc is None:
@@ -495,7 +519,20 @@ class Context:
                 call.done_sending()
                 half_closed = True
             for data in call:
-                message = cls.FromString(bytes(data))
+                raw = bytes(data)
+                message, problem = _parse_stream_response(cls, raw)
+                if problem is not None:
+                    self._record(
+                        Exchange(
+                            "grpc",
+                            Message(f"{_STREAM_METHOD} (response {len(responses) + 1})"),
+                            Message("message", (), _foreign_preview(self.pb, raw)),
+                        )
+                    )
+                    raise StreamMessageMismatch(
+                        f"ModelStreamInfer: response {len(responses) + 1} is not a "
+                        f"ModelStreamInferResponse: {problem}"
+                    )
                 responses.append(message)
                 self._record(
                     Exchange(
@@ -598,9 +635,48 @@ class Context:
         if name not in self.session.extensions():
             self.skip(f"the server does not advertise {name!r}")
 
+    def need_versioning(self) -> None:
+        """Skip unless the server serves versioned models (the suite's ``versioned``): the
+        cases about unknown versions assume that the server implements versions, which the
+        specs leave optional."""
+        if self.session.model_problem("versioned") is not None:
+            self.skip(
+                "the server serves no versioned model ('versioned' is missing); the specs show "
+                'the version part of the paths as optional "to allow implementations that '
+                "don't support versioning\", and say nothing of what those do with a version"
+            )
+
     def cleanup(self, func: Callable[[], object]) -> None:
         """Run ``func`` after the case, pass or fail (errors there are ignored)."""
         self.cleanups.append(func)
+
+
+def _parse_stream_response(cls: Any, raw: bytes) -> tuple[Any, str | None]:
+    """``raw`` as a ``ModelStreamInferResponse``, and what is wrong with it if it is not one:
+    protobuf reads any message with matching field types, so fields the message does not
+    define are what gives another message away (a ``ModelInferResponse`` has 3 to 6)."""
+    from google.protobuf.message import DecodeError
+    from google.protobuf.unknown_fields import UnknownFieldSet
+
+    try:
+        message = cls.FromString(raw)
+    except DecodeError as exc:
+        return None, f"it does not parse as one ({exc})"
+    fields = UnknownFieldSet(message)
+    unknown = sorted({fields[i].field_number for i in range(len(fields))})
+    if unknown:
+        return message, f"it carries field numbers {unknown}, which that message does not have"
+    return message, None
+
+
+def _foreign_preview(pb: ModuleType, raw: bytes) -> str:
+    """A message that is not a ``ModelStreamInferResponse``, read as a ``ModelInferResponse``
+    (what servers that answer the stream with plain inference responses send)."""
+    try:
+        text = describe_proto(pb.ModelInferResponse.FromString(raw))
+    except Exception:  # protobuf DecodeError: show the bytes
+        return f"{len(raw)} bytes: {raw[:200]!r}"
+    return f"(read as a ModelInferResponse)\n{text}"
 
 
 def _response_type(rpc: str) -> str:

@@ -104,9 +104,18 @@ def test_load_expected_shipped_and_files(tmp_path: Path) -> None:
 
 
 def test_shipped_deviations_name_real_cases() -> None:
+    from importlib import resources
+
     from kserve_v2.conformance import all_cases
 
     ids = {c.id for c in all_cases()}
-    for name in ("triton-2.51",):
-        unknown = set(load_expected(name).deviations) - ids
-        assert not unknown, unknown
+    folder = resources.files("kserve_v2.conformance") / "expected"
+    names = sorted(
+        p.name.removesuffix(".json") for p in folder.iterdir() if p.name.endswith(".json")
+    )
+    assert names == ["kserve-0.21", "mlserver-1.7", "triton-2.51"]
+    for name in names:
+        listed = load_expected(name)
+        assert listed.server
+        unknown = set(listed.deviations) - ids
+        assert not unknown, (name, unknown)

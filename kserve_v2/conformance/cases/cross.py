@@ -97,7 +97,23 @@ def _infer_case(datatype: str) -> None:
     )
     def _(ctx: Context) -> None:
         inputs = [InferInput("INPUT0", sample.array, datatype=datatype)]
-        rest = ctx.http.infer(sample.model, inputs)
+        try:
+            rest = ctx.http.infer(sample.model, inputs)
+        except ServerError as exc:
+            # Without the binary data extension FP16 and BF16 travel as JSON numbers, which the
+            # core protocol does not define: a server may refuse them.
+            if (
+                sample.json_data is None
+                and "binary_tensor_data" not in ctx.session.extensions()
+                and exc.http_status is not None
+                and 400 <= exc.http_status < 500
+            ):
+                ctx.skip(
+                    f"the server refuses {datatype} as JSON numbers (HTTP {exc.http_status}) "
+                    'and has no binary tensor data extension; the text allows that: "fp16 '
+                    'and bf16 are problematic to communicate explicitly"'
+                )
+            raise
         grpc = ctx.grpc.infer(sample.model, inputs)
         _same_results(ctx, rest, grpc)
 
@@ -264,6 +280,8 @@ def _error_case(kind: str, what: str, call: Call, models: tuple[str, ...]) -> No
         note=NOTE,
     )
     def _(ctx: Context) -> None:
+        if kind == "unknown-version":
+            ctx.need_versioning()
         _error(ctx, call, "http", what)
         _error(ctx, call, "grpc", what)
 
@@ -278,6 +296,8 @@ def _error_case(kind: str, what: str, call: Call, models: tuple[str, ...]) -> No
         "from the same error, so the two must correspond.",
     )
     def _(ctx: Context) -> None:
+        if kind == "unknown-version":
+            ctx.need_versioning()
         rest = _error(ctx, call, "http", what)
         grpc = _error(ctx, call, "grpc", what)
         code = grpc.grpc_code or "UNKNOWN"

@@ -40,15 +40,54 @@ FAIL_BODY = Spec(
 )
 
 
-def _generate(ctx: Context, model: str, body: Any, stream: bool = False) -> RestResponse:
+def _endpoint_problem(ctx: Context, stream: bool) -> str | None:
+    """Why the server's generate (or generate_stream) endpoint is not the extension's: a
+    plain generate request for the model that is there answers a client error (other than
+    404, no endpoint). Learnt once per run; None when it is, or cannot be told."""
+    endpoint = "generate_stream" if stream else "generate"
+    facts = ctx.session.facts
+    if endpoint not in facts:
+        model = STREAM if stream else ECHO
+        problem = None
+        if ctx.session.model_problem(model) is None:
+            response = ctx.rest(
+                "POST", f"v2/models/{model}/{endpoint}", json_body={"text_input": "conformance"}
+            )
+            if 400 <= response.status < 500 and response.status != 404:
+                problem = (
+                    f"the server's v2/models/<model>/{endpoint} does not take the generate "
+                    f'request object: {{"text_input": ...}} answers HTTP {response.status} '
+                    f"({response.body[:120]!r})"
+                )
+        facts[endpoint] = problem
+    known: str | None = facts[endpoint]
+    return known
+
+
+def _generate(
+    ctx: Context, model: str, body: Any, stream: bool = False, basic: bool = False
+) -> RestResponse:
+    """POST ``body`` to the model's generate endpoint. Skips when the server has no such
+    endpoint, and (unless ``basic``: the case that reports it) when the endpoint takes other
+    requests than the extension's."""
     path = f"v2/models/{model}/generate" + ("_stream" if stream else "")
+    endpoint = path.rsplit("/", 1)[1]
+    problem = None if basic else _endpoint_problem(ctx, stream)
+    if problem is not None:
+        basic_case = "rest.generate-stream.content-type" if stream else "rest.generate.basic"
+        ctx.skip(f"{problem}; {basic_case} reports it")
     response = ctx.rest("POST", path, json_body=body)
-    if (
-        response.status == 404
-        and b"unknown model" not in response.body.lower()
-        and model in (ECHO, STREAM)
-    ):
-        ctx.skip(f"the server has no {path} endpoint (404)")
+    if response.status == 404:
+        # A 404 for a model the case knows is there means the path itself is unknown; for
+        # another model (an unknown one, say) ask with the model that is there.
+        known = response
+        if model not in (ECHO, STREAM):
+            own = STREAM if stream else ECHO
+            known = ctx.rest(
+                "POST", f"v2/models/{own}/{endpoint}", json_body={"text_input": "conformance"}
+            )
+        if known.status == 404 and b"unknown model" not in known.body.lower():
+            ctx.skip(f"the server has no v2/models/<model>/{endpoint} endpoint (404)")
     return response
 
 
@@ -80,7 +119,7 @@ def _events(ctx: Context, response: RestResponse) -> list[dict[str, Any]]:
     note="'text_echo' answers text_output = text_input.",
 )
 def _(ctx: Context) -> None:
-    body = expect_json(ctx, _generate(ctx, ECHO, {"text_input": "hello conformance"}))
+    body = expect_json(ctx, _generate(ctx, ECHO, {"text_input": "hello conformance"}, basic=True))
     ctx.equal(body.get("text_output"), "hello conformance", "text_output")
 
 
@@ -276,7 +315,7 @@ def _(ctx: Context) -> None:
     models=(STREAM,),
 )
 def _(ctx: Context) -> None:
-    response = _generate(ctx, STREAM, {"text_input": "one two"}, stream=True)
+    response = _generate(ctx, STREAM, {"text_input": "one two"}, stream=True, basic=True)
     ctx.equal(response.status, 200, "status")
     ctx.check(
         response.content_type.startswith("text/event-stream"),

@@ -161,6 +161,7 @@ def _(ctx: Context) -> None:
     models=("identity_int32",),
 )
 def _(ctx: Context) -> None:
+    ctx.need_versioning()
     response = ctx.rest("GET", "v2/models/identity_int32/versions/987/ready")
     ctx.check(400 <= response.status < 500, f"expected a 4xx status, got {response.status}")
 
@@ -319,6 +320,7 @@ def _(ctx: Context) -> None:
     models=("identity_int32",),
 )
 def _(ctx: Context) -> None:
+    ctx.need_versioning()
     response = ctx.rpc("ModelReady", ctx.pb.ModelReadyRequest(name="identity_int32", version="987"))
     _not_ready(ctx, response, "unknown version")
 

@@ -290,15 +290,18 @@ def _(ctx: Context) -> None:
 
 @case(
     "rest.infer.id-absent",
-    "Without a request id the response has no (or an empty) id",
+    "Without a request id the response's id is absent or a string",
     Spec(OIP_REST, RESPONSE, '"id" : The "id" identifier given in the request, if any.'),
     Level.PRACTICE,
     protocols=HTTP,
     models=("identity_int32",),
+    note="The text does not say what comes back when the request had no id, and the schema "
+    'gives "id" : $string; an absent id, an empty one and one the server made up (for '
+    "tracing, as KServe and MLServer do) all fit it.",
 )
 def _(ctx: Context) -> None:
     body = expect_json(ctx, _identity_json(ctx, "INT32", [1, 1], [1]))
-    ctx.check(body.get("id") in (None, ""), f"id: {body.get('id')!r}")
+    ctx.check(isinstance(body.get("id", ""), str), f"id is not a string: {body.get('id')!r}")
 
 
 @case(
@@ -592,6 +595,13 @@ def _i32(
     return {"inputs": [_json_input(name, datatype, shape, data)]}
 
 
+def _unknown_version(ctx: Context) -> RestResponse:
+    ctx.need_versioning()
+    return ctx.rest(
+        "POST", "v2/models/identity_int32/versions/987/infer", json_body=_i32([1, 1], [1])
+    )
+
+
 #: kind -> (title, request, models, is the client at fault (so a 4xx is expected))
 ERRORS: dict[str, tuple[str, ErrorRequest, tuple[str, ...], bool]] = {
     "unknown-model": (
@@ -602,9 +612,7 @@ ERRORS: dict[str, tuple[str, ErrorRequest, tuple[str, ...], bool]] = {
     ),
     "unknown-version": (
         "Inference on an unknown version",
-        lambda ctx: ctx.rest(
-            "POST", "v2/models/identity_int32/versions/987/infer", json_body=_i32([1, 1], [1])
-        ),
+        _unknown_version,
         ("identity_int32",),
         True,
     ),
@@ -705,16 +713,42 @@ ERRORS: dict[str, tuple[str, ErrorRequest, tuple[str, ...], bool]] = {
 }
 
 
+#: Requests the spec tells clients not to send but that a server can still read as meant:
+#: refusing them is expected practice (see the README's requirement levels), not a MUST.
+LENIENT: dict[str, tuple[Spec, str]] = {
+    "lowercase-datatype": (
+        Spec(REQUIRED_API, "HTTP/REST", "All strings in all contexts are case-sensitive."),
+        '"int32" is not a datatype of the table, so the client is wrong; a server that reads it '
+        "as INT32 still computes what the client meant, so it is expected to refuse it, not "
+        "bound to.",
+    ),
+}
+
+
+def _failed(ctx: Context, response: RestResponse, kind: str) -> RestResponse:
+    """``response``, when the request failed; a request the server accepted is reported by
+    ``rest.infer.error.<kind>`` alone, so the cases about the failure's form skip."""
+    if response.status < 400:
+        ctx.skip(
+            f"the server accepted the request (HTTP {response.status}); "
+            f"rest.infer.error.{kind} reports that"
+        )
+    return response
+
+
 def _error_cases(
     kind: str, title: str, send: ErrorRequest, models: tuple[str, ...], client_fault: bool
 ) -> None:
+    spec, note = LENIENT.get(kind, (ERROR_STATUS, ""))
+
     @case(
         f"rest.infer.error.{kind}",
         f"{title}: an HTTP error status",
-        ERROR_STATUS,
-        Level.MUST,
+        spec,
+        Level.PRACTICE if kind in LENIENT else Level.MUST,
         protocols=HTTP,
         models=models,
+        note=note,
     )
     def _(ctx: Context) -> None:
         response = send(ctx)
@@ -732,7 +766,7 @@ def _error_cases(
         models=models,
     )
     def _(ctx: Context) -> None:
-        expect_error_object(ctx, send(ctx))
+        expect_error_object(ctx, _failed(ctx, send(ctx), kind))
 
     if client_fault:
 
@@ -747,7 +781,7 @@ def _error_cases(
             "expected; a 5xx says the server failed.",
         )
         def _(ctx: Context) -> None:
-            expect_client_error_status(ctx, send(ctx), title)
+            expect_client_error_status(ctx, _failed(ctx, send(ctx), kind), title)
 
 
 for _kind, (_title, _send, _models, _fault) in ERRORS.items():

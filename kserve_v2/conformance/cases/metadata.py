@@ -11,7 +11,7 @@ from kserve_v2.conformance.cases.common import (
     expect_grpc_error,
     expect_json,
 )
-from kserve_v2.conformance.context import Context
+from kserve_v2.conformance.context import Context, RestResponse
 from kserve_v2.conformance.registry import case
 from kserve_v2.conformance.spec import OIP_GRPC, OIP_REST, Level, Spec
 
@@ -352,6 +352,11 @@ def _(ctx: Context) -> None:
 
 
 def _metadata_error_cases(kind: str, path: str, title: str, models: tuple[str, ...]) -> None:
+    def get(ctx: Context) -> RestResponse:
+        if "/versions/" in path:
+            ctx.need_versioning()
+        return ctx.rest("GET", path)
+
     @case(
         f"rest.metadata.model.error.{kind}",
         f"{title}: an HTTP error status",
@@ -361,7 +366,7 @@ def _metadata_error_cases(kind: str, path: str, title: str, models: tuple[str, .
         models=models,
     )
     def _(ctx: Context) -> None:
-        response = ctx.rest("GET", path)
+        response = get(ctx)
         ctx.check(response.status >= 400, f"expected an error status, got {response.status}")
 
     @case(
@@ -373,7 +378,7 @@ def _metadata_error_cases(kind: str, path: str, title: str, models: tuple[str, .
         models=models,
     )
     def _(ctx: Context) -> None:
-        expect_error_object(ctx, ctx.rest("GET", path))
+        expect_error_object(ctx, get(ctx))
 
     @case(
         f"rest.metadata.model.error.{kind}.status-4xx",
@@ -386,7 +391,7 @@ def _metadata_error_cases(kind: str, path: str, title: str, models: tuple[str, .
         "(400 or 404) is expected, not 5xx.",
     )
     def _(ctx: Context) -> None:
-        expect_client_error_status(ctx, ctx.rest("GET", path), title)
+        expect_client_error_status(ctx, get(ctx), title)
 
 
 _metadata_error_cases(
@@ -531,6 +536,7 @@ def _(ctx: Context) -> None:
     models=("identity_int32",),
 )
 def _(ctx: Context) -> None:
+    ctx.need_versioning()
     expect_grpc_error(
         ctx,
         ctx.rpc("ModelMetadata", ctx.pb.ModelMetadataRequest(name="identity_int32", version="987")),

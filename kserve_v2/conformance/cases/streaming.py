@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from kserve_v2.conformance.cases.common import expect_error_object, expect_grpc_error
-from kserve_v2.conformance.context import Context, RpcError
+from kserve_v2.conformance.context import Context, RpcError, StreamMessageMismatch
 from kserve_v2.conformance.registry import case
 from kserve_v2.conformance.spec import DECOUPLED, PROTOCOLS_GUIDE, SEQUENCE, Level, Spec
 
@@ -108,11 +108,68 @@ def _finals(responses: list[Any]) -> int:
     return sum(1 for r in responses if _final(r))
 
 
+def _stream_problem(ctx: Context) -> str | None:
+    """What keeps the server's ``ModelStreamInfer`` from being the sequence extension's RPC:
+    learnt once per run from one request to identity_int32 (None: nothing, or no model to
+    tell with)."""
+    facts = ctx.session.facts
+    if "stream" not in facts:
+        problem = None
+        if ctx.session.model_problem("identity_int32") is None:
+            try:
+                responses, error = ctx.stream_rpc(
+                    [_identity(ctx, "probe", 1)], expect=lambda rs: len(rs) >= 1
+                )
+            except StreamMessageMismatch as exc:
+                problem = f"the server answers ModelStreamInfer with other messages: {exc}"
+            else:
+                if error is not None and error.code == "UNIMPLEMENTED" and not responses:
+                    problem = f"the server does not implement ModelStreamInfer ({error.message})"
+        facts["stream"] = problem
+    known: str | None = facts["stream"]
+    return known
+
+
+def _need_stream(ctx: Context) -> None:
+    """Skip when the server's ModelStreamInfer is not the extension's and the server does not
+    advertise the extension (grpc.stream.response-message reports a mismatch); fail when it
+    does advertise it."""
+    problem = _stream_problem(ctx)
+    if problem is None:
+        return
+    if "sequence" in ctx.session.extensions():
+        ctx.fail(f"the server advertises 'sequence', but {problem}")
+    ctx.skip(
+        f"{problem}; ModelStreamInfer is the sequence extension's RPC, which the server does "
+        "not advertise (grpc.stream.response-message checks its messages)"
+    )
+
+
 def _run(ctx: Context, requests: list[Any], done: Any, **kw: Any) -> list[Any]:
+    _need_stream(ctx)
     responses, error = ctx.stream_rpc(requests, expect=done, **kw)
     if error is not None:
         ctx.fail(f"the stream ended with {error.code}: {error.message}")
     return responses
+
+
+@case(
+    "grpc.stream.response-message",
+    "ModelStreamInfer answers with ModelStreamInferResponse messages",
+    Spec(SEQUENCE, "GRPC", "The ModelStreamInferResponse message is shown below."),
+    Level.MUST,
+    protocols=GRPC,
+    models=("identity_int32",),
+    note="The sequence extension defines the RPC and its response message. A server that answers "
+    "the RPC, advertised or not, with another message (a ModelInferResponse, say) is misread "
+    "by the extension's clients: protobuf parses it as a ModelStreamInferResponse without error. "
+    "A server without the RPC (UNIMPLEMENTED) that does not advertise the extension is skipped.",
+)
+def _(ctx: Context) -> None:
+    problem = _stream_problem(ctx)
+    if problem is not None and "does not implement" in problem:
+        _need_stream(ctx)
+    ctx.check(problem is None, problem or "")
 
 
 @case(
@@ -338,6 +395,7 @@ def _(ctx: Context) -> None:
     "stream open) is skipped.",
 )
 def _(ctx: Context) -> None:
+    _need_stream(ctx)
     request = ctx.pb.ModelInferRequest(model_name="failing", id="g1")
     request.inputs.add(name="INPUT0", datatype="INT32", shape=[1])
     request.raw_input_contents.append(np.asarray([1], "<i4").tobytes())

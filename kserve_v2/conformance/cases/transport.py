@@ -16,6 +16,7 @@ from kserve_v2.conformance.cases.common import (
 from kserve_v2.conformance.context import Context
 from kserve_v2.conformance.registry import case
 from kserve_v2.conformance.spec import OIP_REST, PROTOCOLS_GUIDE, Level, Spec
+from kserve_v2.errors import ServerError
 
 HTTP = ("http",)
 GRPC = ("grpc",)
@@ -42,6 +43,9 @@ def _compressed_request(ctx: Context, encoding: str, data: bytes) -> None:
         body=data,
         headers=[("Content-Type", "application/json"), ("Content-Encoding", encoding)],
     )
+    if 400 <= response.status < 500:
+        # A MAY: a server without it refuses the body, which is its right.
+        ctx.skip(f"the server does not take {encoding} request bodies (HTTP {response.status})")
     out = output_array(ctx, decode_rest(ctx, response), "OUTPUT0")
     ctx.equal(out.tolist(), [[1, 2, 3]], "OUTPUT0")
 
@@ -157,9 +161,16 @@ def _(ctx: Context) -> None:
     Level.PRACTICE,
     protocols=GRPC,
     models=("identity_fp32",),
-    note="gRPC servers often default to a 4 MiB message limit; inference needs more.",
+    note="The specs set no size limit; gRPC servers make the message limit a setting (often "
+    "4 MiB by default). A server under its limit must round-trip the tensor; one refusing it "
+    "with RESOURCE_EXHAUSTED, gRPC's code for a limit, is skipped with the limit it gave.",
 )
 def _(ctx: Context) -> None:
     data = np.random.default_rng(1).random((1024, 4096), dtype=np.float32)
-    result = ctx.grpc.infer("identity_fp32", {"INPUT0": data})
+    try:
+        result = ctx.grpc.infer("identity_fp32", {"INPUT0": data})
+    except ServerError as exc:
+        if exc.grpc_code == "RESOURCE_EXHAUSTED":
+            ctx.skip(f"the server's gRPC message limit is below 16 MiB: {exc.message}")
+        raise
     ctx.check(same_array(output_array(ctx, result, "OUTPUT0"), data), "OUTPUT0 != INPUT0")
