@@ -6,6 +6,10 @@
 #   .venv-kserve    KServe's Python model server (kserve 0.21.0), pinned by
 #                   tests/peers/kserve-requirements.txt
 #   .venv-mlserver  MLServer 1.7.1, pinned by tests/peers/mlserver-requirements.txt
+#   .venv-locust    Locust (kserve-v2 editable with its locust and grpc extras), for
+#                   tests/locust: importing locust monkey-patches the process with gevent
+#                   (and locust brings a pytest plugin), so it never enters .venv; the
+#                   tests run it as subprocesses
 #
 # The last two are the other servers the interoperability tests (tests/interop) run against;
 # each gets its own environment because each pins its own grpcio/protobuf/fastapi, and the tests
@@ -125,6 +129,21 @@ if in_ci && ! command -v chromium >/dev/null && ! command -v chromium-browser >/
     else
         log "warning: chromium is missing and cannot be installed here (needs root and apt-get)"
     fi
+fi
+
+# -- Locust environment -----------------------------------------------------------------------
+want=("pip install -e .[locust,grpc] $CLIENT_NUMPY_SPEC" "pyproject.toml=$pyproject_hash")
+if up_to_date .venv-locust .venv-locust/bin/python -c 'import kserve_v2, locust, gevent'; then
+    log ".venv-locust is up to date"
+else
+    make_venv .venv-locust
+    rm -f ".venv-locust/$MARKER"
+    # Out of `git status` without an entry in the project's .gitignore.
+    printf '*\n' >.venv-locust/.gitignore
+    log "installing kserve-v2[locust,grpc] into .venv-locust"
+    .venv-locust/bin/python -m pip install --quiet --upgrade pip
+    .venv-locust/bin/python -m pip install --quiet -e ".[locust,grpc]" "$CLIENT_NUMPY_SPEC"
+    fingerprint .venv-locust "${want[@]}" >".venv-locust/$MARKER"
 fi
 
 # -- KServe and MLServer environments ---------------------------------------------------------

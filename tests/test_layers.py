@@ -104,7 +104,9 @@ LAYERS: dict[str, Layer] = {
     "kserve_v2": Layer.FACADE,
     "kserve_v2.__main__": Layer.FACADE,
     "kserve_v2.cli": Layer.FACADE,  # the kserve-v2 command
+    "kserve_v2.compat": Layer.FACADE,  # the tritonclient-compatible layer, on the clients
     "kserve_v2.conformance": Layer.FACADE,  # the conformance suite (cases use the clients)
+    "kserve_v2.locust": Layer.FACADE,  # Locust users (optional extra), on the clients
     "kserve_v2.testing": Layer.FACADE,
 }
 
