@@ -29,6 +29,7 @@ from kserve_v2 import (
     WireMessage,
 )
 from kserve_v2.shm import SystemSharedMemoryRegion
+from tests.conftest import unwatch, watch
 from tests.grpc.conftest import make_repository, reader_threads
 
 FAILURE = "kserve-v2 test failure: deliberate error"
@@ -199,16 +200,17 @@ def test_stream_iteration_raises_per_request_errors(client: Client) -> None:
 
 
 class _ErrorModeServer:
-    """The server of the ``triton_grpc_error`` tests, started again when a test left it dead."""
+    """The server of the ``triton_grpc_error`` tests, started again when a test left it dead
+    (and watched by the rerun hook in tests/conftest.py, which restarts it and reruns a test
+    that failed while it died of Triton 2.51's known abort)."""
 
     def __init__(self, factory: Any, repository: Any) -> None:
-        self._factory = factory
-        self._repository = repository
         self.server = factory.start(repository)
 
     def url(self) -> str:
         if not self.server.is_running():
-            self.server = self._factory.start(self._repository)
+            self.server.stop()
+            self.server.start()
         return f"grpc://{self.server.grpc_url}"
 
 
@@ -223,8 +225,12 @@ def error_mode_server(
         tmp_path_factory.mktemp("error-mode-repo"), "failing", "identity_int8", "repeat_decoupled"
     )
     holder = _ErrorModeServer(triton_factory, repository)
-    yield holder
-    holder.server.stop()
+    watch(holder.server)
+    try:
+        yield holder
+    finally:
+        unwatch(holder.server)
+        holder.server.stop()
 
 
 @pytest.fixture
