@@ -12,8 +12,17 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from kserve_v2.errors import InvalidInputError, ProtocolError
-from kserve_v2.http1 import ResponseParser, StreamDecoder, body_length, decode_body, serialize_head
+from kserve_v2.errors import InvalidInputError, ProtocolError, TransportError
+from kserve_v2.http1 import (
+    NoResponse,
+    ResponseParser,
+    StreamDecoder,
+    StreamedBody,
+    body_length,
+    byte_views,
+    decode_body,
+    serialize_head,
+)
 
 # -- helpers -----------------------------------------------------------------------------------
 
@@ -263,6 +272,62 @@ def test_stream_mode_hands_out_pieces() -> None:
     assert parser.take_pieces() == [b"abc", b"de"]
     assert parser.done
     assert parser.body == b""
+
+
+def test_streamed_body_finishes_only_when_every_piece_is_out() -> None:
+    # An event loop may parse the rest of a body, its end included, while the caller still
+    # holds earlier pieces: those pieces come next time, then the body is finished.
+    parser = ResponseParser()
+    feed(
+        parser,
+        [b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nfirst\r\n"],
+        stream=True,
+    )
+    body = StreamedBody(parser)
+    taken = body.take()
+    assert next(taken) == b"first"
+    data = b"6\r\nsecond\r\n0\r\n\r\n"  # arrives before the caller asks again
+    parser.get_buffer()[: len(data)] = data
+    assert parser.buffer_updated(len(data))
+    assert list(taken) == []
+    assert not body.finished
+    assert list(body.take()) == [b"second"]
+    assert body.finished
+
+
+def test_streamed_body_decodes_and_flushes() -> None:
+    data = gzip.compress(b"hello world")
+    parser = ResponseParser()
+    head = b"HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: %d\r\n\r\n"
+    feed(parser, [head % len(data), data[:7]], stream=True)
+    body = StreamedBody(parser)
+    first = b"".join(body.take())
+    assert not body.finished
+    rest = data[7:]
+    parser.get_buffer()[: len(rest)] = rest
+    parser.buffer_updated(len(rest))
+    assert first + b"".join(body.take()) == b"hello world"
+    assert body.finished
+
+
+def test_byte_views_count_bytes() -> None:
+    floats = memoryview(bytes(12)).cast("f")
+    matrix = memoryview(bytes(6)).cast("B", (2, 3))
+    views = byte_views([b"ab", bytearray(b"c"), floats, matrix])
+    assert [len(v) for v in views] == [2, 1, 12, 6]
+    with pytest.raises(InvalidInputError, match="contiguous"):
+        byte_views([memoryview(bytes(8))[::2]])
+
+
+def test_no_response_is_retried_only_on_a_reused_connection() -> None:
+    cause = ConnectionResetError("reset")
+    try:
+        raise NoResponse from cause
+    except NoResponse as exc:
+        exc.check_retry(True, "http://h")  # a stale keep-alive connection: may retry
+        with pytest.raises(TransportError, match="without sending a response") as info:
+            exc.check_retry(False, "http://h")
+    assert info.value.__cause__ is cause
 
 
 @pytest.mark.parametrize(
