@@ -235,6 +235,7 @@ class ResponseParser:
         "_chunk_left",
         "_end",
         "_head_request",
+        "_last_framing",
         "_last_head",
         "_last_parse",
         "_max_body_size",
@@ -278,7 +279,10 @@ class ResponseParser:
         self._trailer_bytes = 0
         self._body_view: memoryview | None = None
         self._last_head = ""  # never a real head: those have a status line
-        self._last_parse: tuple[str, int, str, dict[str, str]] = ("", 0, "", {})
+        # The last head's status, reason, headers and whether it lets the connection be
+        # reused; then its body framing (_body_framing), once a response needed it.
+        self._last_parse: tuple[int, str, dict[str, str], bool] = (0, "", {}, False)
+        self._last_framing: tuple[int, int] | None = None
         self.stream = False
         self.status = 0
         self.reason = ""
@@ -535,13 +539,20 @@ class ResponseParser:
         self._scan = idx + 4
         text = self._buf[start:idx].decode("latin-1")
         # A connection mostly sees the same head over and over (same model, same sizes): the
-        # last head's parse is reused when the text is identical. Callers get their own dict.
+        # last head's parse and framing are reused when the text is identical. Callers get
+        # their own headers dict.
         if text == self._last_head:
-            version, status, reason, parsed = self._last_parse
+            status, reason, parsed, keep_alive = self._last_parse
         else:
             version, status, reason, parsed = _parse_head_text(text)
+            connection = parsed.get("connection")
+            if version == "HTTP/1.1":
+                keep_alive = connection is None or "close" not in _tokens(connection)
+            else:
+                keep_alive = connection is not None and "keep-alive" in _tokens(connection)
             self._last_head = text
-            self._last_parse = (version, status, reason, parsed)
+            self._last_parse = (status, reason, parsed, keep_alive)
+            self._last_framing = None
         if status < 200 and status != 101:
             # Interim response (100 Continue, 103 Early Hints): skip it, a final one follows.
             return
@@ -550,39 +561,30 @@ class ResponseParser:
         self.reason = reason
         self.headers = headers
         self.head_done = True
-        connection = headers.get("connection")
-        if version == "HTTP/1.1":
-            self.keep_alive = connection is None or "close" not in _tokens(connection)
-        else:
-            self.keep_alive = connection is not None and "keep-alive" in _tokens(connection)
+        self.keep_alive = keep_alive
         if self._head_request or status == 204 or status == 304 or status == 101:
             self.body = bytearray()
             if status == 101:  # switched protocols: the connection is no longer HTTP/1.1
                 self.keep_alive = False
             self._finish()
             return
-        transfer_encoding = headers.get("transfer-encoding")
-        if transfer_encoding is not None:
-            codings = [c for c in _tokens(transfer_encoding) if c != "identity"]
-            if codings == ["chunked"]:
-                if "content-length" in headers:
-                    # Both framings at once is a request-smuggling pattern: trust chunked for
-                    # this response and never reuse the connection (RFC 9112 6.3).
-                    self.keep_alive = False
-                self.body = bytearray()
-                self._state = _CHUNK_SIZE
-                return
-            if codings:
-                raise ProtocolError(
-                    "unsupported Transfer-Encoding", value=_preview(transfer_encoding)
-                )
-        content_length = headers.get("content-length")
-        if content_length is None:
+        framing = self._last_framing
+        if framing is None:
+            framing = self._last_framing = _body_framing(headers)
+        state, length = framing
+        if state == _CHUNK_SIZE:
+            if length:
+                # Both framings at once is a request-smuggling pattern: trust chunked for this
+                # response and never reuse the connection (RFC 9112 6.3).
+                self.keep_alive = False
+            self.body = bytearray()
+            self._state = _CHUNK_SIZE
+            return
+        if state == _UNTIL_EOF:
             self.body = bytearray()
             self.keep_alive = False
             self._state = _UNTIL_EOF
             return
-        length = _parse_content_length(content_length)
         if self.stream:
             self.body = bytearray()
             self._remaining = length
@@ -659,6 +661,22 @@ def _parse_head_text(text: str) -> tuple[str, int, str, dict[str, str]]:
         else:
             headers[name] = value
     return version, status, rest[4:], headers
+
+
+def _body_framing(headers: dict[str, str]) -> tuple[int, int]:
+    """How a response's body is delimited: ``(_CHUNK_SIZE, 1 if it also has a Content-Length
+    else 0)``, ``(_UNTIL_EOF, 0)`` or ``(_LENGTH, length)``."""
+    transfer_encoding = headers.get("transfer-encoding")
+    if transfer_encoding is not None:
+        codings = [c for c in _tokens(transfer_encoding) if c != "identity"]
+        if codings == ["chunked"]:
+            return _CHUNK_SIZE, int("content-length" in headers)
+        if codings:
+            raise ProtocolError("unsupported Transfer-Encoding", value=_preview(transfer_encoding))
+    content_length = headers.get("content-length")
+    if content_length is None:
+        return _UNTIL_EOF, 0
+    return _LENGTH, _parse_content_length(content_length)
 
 
 def _tokens(value: str) -> list[str]:
