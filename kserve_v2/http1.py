@@ -11,7 +11,11 @@ Nothing here touches a socket. The transports drive two objects:
   intermediate copies, in both the sync and the async transport.
 
 Decompression (``gzip`` / ``deflate``) is separate: :func:`decode_body` for a complete body and
-:class:`StreamDecoder` for a streamed one.
+:class:`StreamDecoder` for a streamed one (:class:`StreamedBody` pairs it with the parser).
+
+What else the transports decide without I/O lives here too: how request buffers are measured
+(:func:`body_length`) and handed to writers that count with ``len()`` (:func:`byte_views`), and
+when a request is retried (:class:`NoResponse`).
 
 Anything malformed raises :class:`kserve_v2.errors.ProtocolError`; the parser never lets an
 ``IndexError`` or ``ValueError`` escape.
@@ -20,16 +24,20 @@ Anything malformed raises :class:`kserve_v2.errors.ProtocolError`; the parser ne
 from __future__ import annotations
 
 import zlib
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
-from kserve_v2.errors import InvalidInputError, ProtocolError
+from kserve_v2.errors import InvalidInputError, ProtocolError, TransportError
 
 __all__ = [
     "DEFAULT_MAX_HEADER_SIZE",
+    "NoResponse",
+    "OutgoingRequest",
     "ResponseParser",
     "StreamDecoder",
+    "StreamedBody",
     "body_length",
     "body_too_large",
+    "byte_views",
     "decode_body",
     "serialize_head",
 ]
@@ -41,6 +49,10 @@ DEFAULT_MAX_HEADER_SIZE = 64 * 1024
 _BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
 # Request headers the transport writes itself.
 _OWN_HEADERS = frozenset({"host", "content-length", "transfer-encoding"})
+
+#: A request as the transports send it: the head's bytes, the body's buffers, the body's length
+#: in bytes, and whether it is a HEAD request (whose response has no body).
+OutgoingRequest = tuple[bytes, Sequence[bytes | bytearray | memoryview], int, bool]
 
 _HEXDIGITS = frozenset(b"0123456789abcdefABCDEF")
 _STATUS_CODES = {str(code): code for code in range(100, 1000)}
@@ -72,6 +84,52 @@ def body_length(body: Sequence[bytes | bytearray | memoryview]) -> int:
         kind = type(part)
         total += len(part) if kind is bytes or kind is bytearray else memoryview(part).nbytes
     return total
+
+
+def byte_views(
+    body: Sequence[bytes | bytearray | memoryview],
+) -> list[bytes | bytearray | memoryview]:
+    """Return ``body`` with every multi-byte or multi-dimensional memoryview cast to bytes.
+
+    Writers that measure and slice what they are given with ``len()`` and ``[n:]`` (asyncio
+    transports, httpx/h11) count elements, not bytes, for e.g. a float32 memoryview.
+
+    >>> [len(part) for part in byte_views([b"ab", memoryview(bytes(8)).cast("i")])]
+    [2, 8]
+    """
+    out: list[bytes | bytearray | memoryview] = []
+    for part in body:
+        if type(part) is bytes or type(part) is bytearray:
+            out.append(part)
+        else:
+            view = memoryview(part)
+            if view.ndim != 1 or view.itemsize != 1 or view.format != "B" or not view.c_contiguous:
+                try:  # casting refuses what is not contiguous
+                    view = view.cast("B")
+                except TypeError as exc:
+                    raise InvalidInputError(
+                        f"request body parts must be contiguous bytes-like objects: {exc}"
+                    ) from exc
+            out.append(view)
+    return out
+
+
+class NoResponse(Exception):
+    """The connection closed before a single response byte arrived.
+
+    On a reused keep-alive connection that is the server having closed it while it was idle:
+    the request never reached it, and the transports send it once more on a new connection.
+    On a new connection it is a failure (:meth:`check_retry` decides). The exception's
+    ``__cause__`` is the socket error, if there was one.
+    """
+
+    def check_retry(self, reused: bool, url: str) -> None:
+        """Return when the request may be sent again, on a new connection: the connection had
+        carried earlier requests (``reused``). Otherwise raise the error the caller sees."""
+        if not reused:
+            raise TransportError(
+                "the server closed the connection without sending a response", url=url
+            ) from self.__cause__
 
 
 def serialize_head(
@@ -177,6 +235,7 @@ class ResponseParser:
         "_chunk_left",
         "_end",
         "_head_request",
+        "_last_framing",
         "_last_head",
         "_last_parse",
         "_max_body_size",
@@ -220,7 +279,10 @@ class ResponseParser:
         self._trailer_bytes = 0
         self._body_view: memoryview | None = None
         self._last_head = ""  # never a real head: those have a status line
-        self._last_parse: tuple[str, int, str, dict[str, str]] = ("", 0, "", {})
+        # The last head's status, reason, headers and whether it lets the connection be
+        # reused; then its body framing (_body_framing), once a response needed it.
+        self._last_parse: tuple[int, str, dict[str, str], bool] = (0, "", {}, False)
+        self._last_framing: tuple[int, int] | None = None
         self.stream = False
         self.status = 0
         self.reason = ""
@@ -477,13 +539,20 @@ class ResponseParser:
         self._scan = idx + 4
         text = self._buf[start:idx].decode("latin-1")
         # A connection mostly sees the same head over and over (same model, same sizes): the
-        # last head's parse is reused when the text is identical. Callers get their own dict.
+        # last head's parse and framing are reused when the text is identical. Callers get
+        # their own headers dict.
         if text == self._last_head:
-            version, status, reason, parsed = self._last_parse
+            status, reason, parsed, keep_alive = self._last_parse
         else:
             version, status, reason, parsed = _parse_head_text(text)
+            connection = parsed.get("connection")
+            if version == "HTTP/1.1":
+                keep_alive = connection is None or "close" not in _tokens(connection)
+            else:
+                keep_alive = connection is not None and "keep-alive" in _tokens(connection)
             self._last_head = text
-            self._last_parse = (version, status, reason, parsed)
+            self._last_parse = (status, reason, parsed, keep_alive)
+            self._last_framing = None
         if status < 200 and status != 101:
             # Interim response (100 Continue, 103 Early Hints): skip it, a final one follows.
             return
@@ -492,39 +561,30 @@ class ResponseParser:
         self.reason = reason
         self.headers = headers
         self.head_done = True
-        connection = headers.get("connection")
-        if version == "HTTP/1.1":
-            self.keep_alive = connection is None or "close" not in _tokens(connection)
-        else:
-            self.keep_alive = connection is not None and "keep-alive" in _tokens(connection)
+        self.keep_alive = keep_alive
         if self._head_request or status == 204 or status == 304 or status == 101:
             self.body = bytearray()
             if status == 101:  # switched protocols: the connection is no longer HTTP/1.1
                 self.keep_alive = False
             self._finish()
             return
-        transfer_encoding = headers.get("transfer-encoding")
-        if transfer_encoding is not None:
-            codings = [c for c in _tokens(transfer_encoding) if c != "identity"]
-            if codings == ["chunked"]:
-                if "content-length" in headers:
-                    # Both framings at once is a request-smuggling pattern: trust chunked for
-                    # this response and never reuse the connection (RFC 9112 6.3).
-                    self.keep_alive = False
-                self.body = bytearray()
-                self._state = _CHUNK_SIZE
-                return
-            if codings:
-                raise ProtocolError(
-                    "unsupported Transfer-Encoding", value=_preview(transfer_encoding)
-                )
-        content_length = headers.get("content-length")
-        if content_length is None:
+        framing = self._last_framing
+        if framing is None:
+            framing = self._last_framing = _body_framing(headers)
+        state, length = framing
+        if state == _CHUNK_SIZE:
+            if length:
+                # Both framings at once is a request-smuggling pattern: trust chunked for this
+                # response and never reuse the connection (RFC 9112 6.3).
+                self.keep_alive = False
+            self.body = bytearray()
+            self._state = _CHUNK_SIZE
+            return
+        if state == _UNTIL_EOF:
             self.body = bytearray()
             self.keep_alive = False
             self._state = _UNTIL_EOF
             return
-        length = _parse_content_length(content_length)
         if self.stream:
             self.body = bytearray()
             self._remaining = length
@@ -603,6 +663,22 @@ def _parse_head_text(text: str) -> tuple[str, int, str, dict[str, str]]:
     return version, status, rest[4:], headers
 
 
+def _body_framing(headers: dict[str, str]) -> tuple[int, int]:
+    """How a response's body is delimited: ``(_CHUNK_SIZE, 1 if it also has a Content-Length
+    else 0)``, ``(_UNTIL_EOF, 0)`` or ``(_LENGTH, length)``."""
+    transfer_encoding = headers.get("transfer-encoding")
+    if transfer_encoding is not None:
+        codings = [c for c in _tokens(transfer_encoding) if c != "identity"]
+        if codings == ["chunked"]:
+            return _CHUNK_SIZE, int("content-length" in headers)
+        if codings:
+            raise ProtocolError("unsupported Transfer-Encoding", value=_preview(transfer_encoding))
+    content_length = headers.get("content-length")
+    if content_length is None:
+        return _UNTIL_EOF, 0
+    return _LENGTH, _parse_content_length(content_length)
+
+
 def _tokens(value: str) -> list[str]:
     return [token.strip().lower() for token in value.split(",") if token.strip()]
 
@@ -658,14 +734,12 @@ def _inflate_all(data: bytes | bytearray, wbits: int, what: str, limit: int | No
     total = 0
     while True:
         obj = zlib.decompressobj(wbits)
-        if limit is None:
-            piece = obj.decompress(data)
-        else:
-            # One byte beyond the limit is enough to know: a bomb never inflates in memory.
-            piece = obj.decompress(data, limit - total + 1)
-            total += len(piece)
-            if total > limit:
-                raise body_too_large(limit, decoded=True)
+        # One byte beyond the limit is enough to know: a bomb never inflates in memory. (A
+        # max_length of 0 is zlib's "no limit"; with one, it is at least 1 here.)
+        piece = obj.decompress(data, 0 if limit is None else limit - total + 1)
+        total += len(piece)
+        if limit is not None and total > limit:
+            raise body_too_large(limit, decoded=True)
         out.append(piece)
         if not obj.eof:
             raise ProtocolError(f"truncated {what} response body")
@@ -791,3 +865,48 @@ class StreamDecoder:
         except zlib.error as exc:
             raise ProtocolError(f"cannot decode compressed response body: {exc}") from exc
         return out
+
+
+class StreamedBody:
+    """The body of a streamed response (``ResponseParser.start(stream=True)``), decoded as the
+    parser hands its pieces out; the transports' streaming loops only receive and wait.
+
+    >>> import gzip
+    >>> parser = ResponseParser()
+    >>> parser.start(stream=True)
+    >>> data = gzip.compress(b"hello")
+    >>> head = b"HTTP/1.1 200 OK\\r\\nContent-Encoding: gzip\\r\\nContent-Length: %d\\r\\n\\r\\n"
+    >>> received = head % len(data) + data
+    >>> parser.get_buffer()[: len(received)] = received
+    >>> parser.buffer_updated(len(received))
+    True
+    >>> body = StreamedBody(parser)
+    >>> b"".join(body.take()), body.finished
+    (b'hello', True)
+    """
+
+    __slots__ = ("_decoder", "_parser", "finished")
+
+    def __init__(self, parser: ResponseParser) -> None:
+        self._parser = parser
+        self._decoder = StreamDecoder(parser.headers.get("content-encoding"))
+        #: Whether the whole body has been handed out (set by :meth:`take`).
+        self.finished = False
+
+    def take(self) -> Iterator[bytes]:
+        """The (decompressed) pieces received since the last call; once the response is
+        complete and all its pieces are out, the decoder's tail, and :attr:`finished` is set."""
+        parser = self._parser
+        decoder = self._decoder
+        for piece in parser.take_pieces():
+            if decoder.active:
+                piece = decoder.decode(piece)
+            if piece:
+                yield piece
+        # Pieces that came while the caller held the last ones (an event loop kept receiving)
+        # are taken next time: the body is finished only when none is left.
+        if parser.done and not parser.pieces:
+            self.finished = True
+            tail = decoder.flush()
+            if tail:
+                yield tail

@@ -12,8 +12,17 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from kserve_v2.errors import InvalidInputError, ProtocolError
-from kserve_v2.http1 import ResponseParser, StreamDecoder, body_length, decode_body, serialize_head
+from kserve_v2.errors import InvalidInputError, ProtocolError, TransportError
+from kserve_v2.http1 import (
+    NoResponse,
+    ResponseParser,
+    StreamDecoder,
+    StreamedBody,
+    body_length,
+    byte_views,
+    decode_body,
+    serialize_head,
+)
 
 # -- helpers -----------------------------------------------------------------------------------
 
@@ -265,6 +274,62 @@ def test_stream_mode_hands_out_pieces() -> None:
     assert parser.body == b""
 
 
+def test_streamed_body_finishes_only_when_every_piece_is_out() -> None:
+    # An event loop may parse the rest of a body, its end included, while the caller still
+    # holds earlier pieces: those pieces come next time, then the body is finished.
+    parser = ResponseParser()
+    feed(
+        parser,
+        [b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nfirst\r\n"],
+        stream=True,
+    )
+    body = StreamedBody(parser)
+    taken = body.take()
+    assert next(taken) == b"first"
+    data = b"6\r\nsecond\r\n0\r\n\r\n"  # arrives before the caller asks again
+    parser.get_buffer()[: len(data)] = data
+    assert parser.buffer_updated(len(data))
+    assert list(taken) == []
+    assert not body.finished
+    assert list(body.take()) == [b"second"]
+    assert body.finished
+
+
+def test_streamed_body_decodes_and_flushes() -> None:
+    data = gzip.compress(b"hello world")
+    parser = ResponseParser()
+    head = b"HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: %d\r\n\r\n"
+    feed(parser, [head % len(data), data[:7]], stream=True)
+    body = StreamedBody(parser)
+    first = b"".join(body.take())
+    assert not body.finished
+    rest = data[7:]
+    parser.get_buffer()[: len(rest)] = rest
+    parser.buffer_updated(len(rest))
+    assert first + b"".join(body.take()) == b"hello world"
+    assert body.finished
+
+
+def test_byte_views_count_bytes() -> None:
+    floats = memoryview(bytes(12)).cast("f")
+    matrix = memoryview(bytes(6)).cast("B", (2, 3))
+    views = byte_views([b"ab", bytearray(b"c"), floats, matrix])
+    assert [len(v) for v in views] == [2, 1, 12, 6]
+    with pytest.raises(InvalidInputError, match="contiguous"):
+        byte_views([memoryview(bytes(8))[::2]])
+
+
+def test_no_response_is_retried_only_on_a_reused_connection() -> None:
+    cause = ConnectionResetError("reset")
+    try:
+        raise NoResponse from cause
+    except NoResponse as exc:
+        exc.check_retry(True, "http://h")  # a stale keep-alive connection: may retry
+        with pytest.raises(TransportError, match="without sending a response") as info:
+            exc.check_retry(False, "http://h")
+    assert info.value.__cause__ is cause
+
+
 @pytest.mark.parametrize(
     "raw",
     [
@@ -431,10 +496,10 @@ def test_any_split_parses_identically(
     assert b"".join(streamer.take_pieces()) == expected.body
 
 
-def _outcome(parser: ResponseParser, raw: bytes, eof: bool) -> object:
+def _outcome(parser: ResponseParser, raw: bytes, eof: bool, head_request: bool = False) -> object:
     """Everything a transport reads from the parser after one response, or the error."""
     try:
-        rest = feed(parser, [raw], eof=eof)
+        rest = feed(parser, [raw], eof=eof, head_request=head_request)
     except ProtocolError as exc:
         return ("error", str(exc))
     return (
@@ -460,6 +525,12 @@ _NEAR_MISSES = st.sampled_from(
         b"HTTP/1.1 201 OK\r\nContent-Length: 2\r\n\r\nok",
         b"HTTP/1.1 2O0 OK\r\nContent-Length: 2\r\n\r\nok",
         b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok",
+        # The body framing is reused too: chunked, both framings, and the errors.
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\n\r\n",
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nContent-Length: 2\r\n\r\n"
+        b"2\r\nok\r\n0\r\n\r\n",
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\n\r\nok",
+        b"HTTP/1.1 200 OK\r\nContent-Length: 2x\r\n\r\nok",
     ]
 )
 
@@ -481,11 +552,14 @@ def test_a_reused_parser_parses_every_head_as_a_fresh_one_does(
 ) -> None:
     # The parser keeps the last head's parse to reuse for an identical head: a sequence with
     # repeats, near misses and errors must read exactly as with a new parser each time.
-    sequence = data.draw(st.lists(st.sampled_from(pool), min_size=1, max_size=10))
+    # Some of them answer HEAD requests: no body whatever the head says, framing errors or not.
+    sequence = data.draw(
+        st.lists(st.tuples(st.sampled_from(pool), st.booleans()), min_size=1, max_size=10)
+    )
     reused = ResponseParser()
-    for raw, eof in sequence:
-        expected = _outcome(ResponseParser(), raw, eof)
-        assert _outcome(reused, raw, eof) == expected
+    for (raw, eof), head_request in sequence:
+        expected = _outcome(ResponseParser(), raw, eof, head_request)
+        assert _outcome(reused, raw, eof, head_request) == expected
         if reused.has_unread_data or not reused.done:
             reused = ResponseParser()  # a transport drops such a connection
         else:

@@ -1,46 +1,38 @@
 """The default asyncio transport: keep-alive HTTP/1.1 on a lean :class:`asyncio.BufferedProtocol`.
 
-Why a protocol and not asyncio streams: the sans-IO :class:`._http11.ResponseParser` already has
+Why a protocol and not asyncio streams: the sans-IO :class:`kserve_v2.http1.ResponseParser` has
 the buffered-protocol interface, so the event loop receives straight into the parser's buffers
 (and into the final body ``bytearray`` of large responses), the response is parsed inside the
 read callback, and a request costs one future and one timer instead of the several awaits of
 ``StreamReader.readuntil`` / ``readexactly``, each with its own buffer copy. Everything that is
-not I/O (parsing, framing, decompression, URLs, TLS setup) is shared with the sync transport.
+not I/O (arguments, pools per origin, parsing, framing, decompression, URLs, TLS setup, errors)
+is shared with the sync transport (:mod:`kserve_v2.http1`, :mod:`.sockets`).
 """
 
 from __future__ import annotations
 
 import asyncio
-import ssl
 import sys
 from collections import deque
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from types import TracebackType
 
-from kserve_v2.arguments import check_max_response_size
-from kserve_v2.datatypes import BytesLike
 from kserve_v2.errors import (
     DeadlineExceededError,
-    InvalidInputError,
     ProtocolError,
     TransportError,
 )
-from kserve_v2.http1 import (
-    DEFAULT_MAX_HEADER_SIZE,
-    ResponseParser,
-    StreamDecoder,
-    body_length,
-    decode_body,
-    serialize_head,
-)
+from kserve_v2.http1 import NoResponse, OutgoingRequest, ResponseParser, byte_views
 from kserve_v2.interfaces import HTTPRequest, HTTPResponse
 from kserve_v2.transport.sockets import (
+    AsyncClosesOnExit,
     Origin,
-    StrPath,
-    deadline_after,
-    make_ssl_context,
-    parse_origin,
+    OriginPool,
+    PooledStreamingResponse,
+    PooledTransport,
+    connect_error,
+    connect_timeout,
+    pool_timeout_error,
 )
 
 __all__ = ["AsyncHTTPTransport"]
@@ -54,33 +46,6 @@ _JOIN_LIMIT = 64 * 1024
 _WRITE_SLICE = 1024 * 1024
 # Streamed pieces waiting for a slow consumer before the socket stops being read.
 _MAX_PENDING_PIECES = 256
-
-
-class _NoResponse(Exception):
-    """The connection closed before a single response byte arrived (maybe a stale keep-alive)."""
-
-
-def _byte_views(body: Sequence[BytesLike]) -> list[BytesLike]:
-    """Return ``body`` with every multi-byte or multi-dimensional memoryview cast to bytes.
-
-    asyncio transports measure and slice what they are given with ``len()`` and ``[n:]``, which
-    count elements, not bytes, for e.g. a float32 memoryview.
-    """
-    out: list[BytesLike] = []
-    for part in body:
-        if type(part) is bytes or type(part) is bytearray:
-            out.append(part)
-        else:
-            view = memoryview(part)
-            if view.ndim != 1 or view.itemsize != 1 or view.format != "B":
-                try:
-                    view = view.cast("B")
-                except TypeError as exc:
-                    raise InvalidInputError(
-                        f"request body parts must be contiguous bytes-like objects: {exc}"
-                    ) from exc
-            out.append(view)
-    return out
 
 
 class _Connection(asyncio.BufferedProtocol):
@@ -188,7 +153,7 @@ class _Connection(asyncio.BufferedProtocol):
         if parser.idle:
             return  # an idle keep-alive connection closed by the server: simply not reused
         if not parser.got_bytes:
-            error: BaseException = _NoResponse()
+            error: BaseException = NoResponse()
             error.__cause__ = exc
             self._fail(error)
             return
@@ -267,33 +232,51 @@ class _Connection(asyncio.BufferedProtocol):
             raise self.error
         return not self.broken
 
+    async def roundtrip(
+        self, outgoing: OutgoingRequest, deadline: float | None, stream: bool
+    ) -> None:
+        """Send the request and receive its response (its head only when ``stream``)."""
+        head, body, length, head_request = outgoing
+        parser = self.parser
+        parser.start(head_request=head_request, stream=stream)
+        self.error = None
+        if deadline is not None and deadline <= self.loop.time():
+            raise DeadlineExceededError("request timed out")
+        self.arm(deadline)
+        try:
+            transport = self.transport
+            assert transport is not None
+            if self.broken:
+                raise NoResponse
+            if not body:
+                transport.write(head)
+            elif (
+                length <= _JOIN_LIMIT
+                or _ZERO_COPY_WRITELINES
+                or (_TLS_ZERO_COPY_WRITELINES and self.tls)
+            ):
+                transport.writelines([head, *byte_views(body)])
+            else:
+                transport.write(head)
+                for part in byte_views(body):
+                    for offset in range(0, len(part), _WRITE_SLICE):
+                        # Slices keep the copy into the transport's buffer (3.10/3.11) bounded.
+                        transport.write(part[offset : offset + _WRITE_SLICE])
+                        if self.write_paused and not await self.drain():
+                            break  # connection lost; the response wait below says why
+            while not (parser.done or (stream and parser.head_done)):
+                await self.wait()
+        finally:
+            self.deadline = None
 
-class _Pool:
+
+class _Pool(OriginPool[_Connection]):
     """Connections to one origin, at most ``limit`` open at once (no locks: one event loop)."""
 
-    __slots__ = (
-        "aborted",
-        "closed",
-        "count",
-        "idle",
-        "limit",
-        "origin",
-        "server_hostname",
-        "ssl_context",
-        "waiters",
-    )
+    __slots__ = ("aborted", "closed", "count", "idle", "waiters")
 
-    def __init__(
-        self,
-        origin: Origin,
-        limit: int,
-        ssl_context: ssl.SSLContext | None,
-        server_hostname: str | None,
-    ) -> None:
-        self.origin = origin
-        self.limit = limit
-        self.ssl_context = ssl_context
-        self.server_hostname = server_hostname
+    def __init__(self, origin: Origin, limit: int) -> None:
+        super().__init__(origin, limit)
         self.idle: list[_Connection] = []
         self.count = 0
         self.waiters: deque[asyncio.Future[None]] = deque()
@@ -332,7 +315,7 @@ class _Pool:
             self.waiters.append(waiter)
             timer = None
             if deadline is not None:
-                timer = loop.call_at(deadline, _expire, waiter, self.limit)
+                timer = loop.call_at(deadline, self._expire, waiter)
             try:
                 await waiter
             except BaseException:
@@ -353,8 +336,16 @@ class _Pool:
                 waiter.set_result(None)
                 return
 
-    def checkin(self, conn: _Connection) -> None:
-        if self.closed or conn.broken:
+    def release(self, conn: _Connection) -> None:
+        transport = conn.transport
+        if (
+            self.closed
+            or not conn.parser.keep_alive
+            or conn.broken
+            or transport is None
+            # An early answer while the body was still being sent: the rest would be garbage.
+            or transport.get_write_buffer_size()
+        ):
             self.discard(conn)
             return
         conn.reused = True
@@ -385,15 +376,12 @@ class _Pool:
                 waiter.set_exception(TransportError("the transport is closed"))
         return idle
 
-
-def _expire(waiter: asyncio.Future[None], limit: int) -> None:
-    if not waiter.done():
-        waiter.set_exception(
-            DeadlineExceededError(f"timed out waiting for one of the {limit} pooled connections")
-        )
+    def _expire(self, waiter: asyncio.Future[None]) -> None:
+        if not waiter.done():
+            waiter.set_exception(pool_timeout_error(self.limit, self.origin.url))
 
 
-class AsyncHTTPTransport:
+class AsyncHTTPTransport(PooledTransport[_Pool], AsyncClosesOnExit):
     """The default asyncio HTTP/1.1 transport: keep-alive, pooled, safe for many tasks.
 
     The asyncio twin of :class:`~kserve_v2.transport.HTTPTransport`, with the same arguments
@@ -411,87 +399,15 @@ class AsyncHTTPTransport:
             )
     """
 
-    def __init__(
-        self,
-        url: str | None = None,
-        *,
-        timeout: float | None = 60.0,
-        connect_timeout: float | None = 10.0,
-        max_connections: int = 16,
-        verify: bool = True,
-        ca_file: StrPath | None = None,
-        ca_dir: StrPath | None = None,
-        cert_file: StrPath | None = None,
-        key_file: StrPath | None = None,
-        key_password: str | None = None,
-        ssl_context: ssl.SSLContext | None = None,
-        server_hostname: str | None = None,
-        max_header_size: int = DEFAULT_MAX_HEADER_SIZE,
-        max_response_size: int | None = None,
-    ) -> None:
-        if max_connections < 1:
-            raise InvalidInputError("max_connections must be at least 1", value=max_connections)
-        self._timeout = timeout
-        self._connect_timeout = connect_timeout
-        self._max_connections = max_connections
-        self._max_header_size = max_header_size
-        self._max_response_size = check_max_response_size(max_response_size)
-        self._server_hostname = server_hostname
-        self._ssl_context = ssl_context
-        # Built on first https use, so that plain-http users never load a trust store.
-        self._make_ssl_context: Callable[[], ssl.SSLContext] = lambda: make_ssl_context(
-            verify=verify,
-            ca_file=ca_file,
-            ca_dir=ca_dir,
-            cert_file=cert_file,
-            key_file=key_file,
-            key_password=key_password,
-        )
-        self._pools: dict[tuple[bool, str, int], _Pool] = {}
-        self._pool: _Pool | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._closed = False
-        if url is not None:
-            origin, path = parse_origin(url)
-            if path != "/":
-                raise InvalidInputError(
-                    f"the transport URL must not have a path or query ({url!r}); "
-                    "put base paths in the request target",
-                    value=url,
-                )
-            self._pool = self._get_pool(origin)
-
-    # -- public API --------------------------------------------------------------------------
+    # The event loop of the connections (see _check_loop).
+    _loop: asyncio.AbstractEventLoop | None = None
 
     async def handle_async_request(self, request: HTTPRequest) -> HTTPResponse:
         """Send ``request`` and return the complete (decompressed) response."""
         loop = self._check_loop()
-        timeout = self._timeout if request.timeout is None else request.timeout
-        deadline = deadline_after(timeout, loop.time())
-        target = request.target
-        pool = self._pool
-        if pool is None or target[:1] != "/":
-            pool, target = self._route(target)
-        body = request.body
-        length = body_length(body) if body else 0
-        head = serialize_head(
-            request.method, target, pool.origin.host_header, request.headers, length
-        )
-        conn = await self._exchange(
-            loop, pool, head, body, length, request.method == "HEAD", deadline, False
-        )
-        parser = conn.parser
-        status = parser.status
-        headers = parser.headers
-        reason = parser.reason
-        data = parser.body
-        # A pooled connection must not keep the last (maybe huge) body alive until reused.
-        parser.body = bytearray()
-        self._release(pool, conn)
-        encoding = headers.get("content-encoding")
-        if encoding is not None:
-            data = decode_body(data, encoding, self._max_response_size)
-        return HTTPResponse(status, headers, data, reason)
+        pool, outgoing, deadline, _ = self._start(request, loop.time())
+        conn = await self._exchange(loop, pool, outgoing, deadline, False)
+        return self._finish(pool, conn, conn.parser)
 
     @asynccontextmanager
     async def astream(self, request: HTTPRequest) -> AsyncIterator[_AsyncStreamingResponse]:
@@ -507,22 +423,13 @@ class AsyncHTTPTransport:
                     ...
         """
         loop = self._check_loop()
-        timeout = self._timeout if request.timeout is None else request.timeout
-        deadline = deadline_after(timeout, loop.time())
-        pool, target = self._route(request.target)
-        body = request.body
-        length = body_length(body) if body else 0
-        head = serialize_head(
-            request.method, target, pool.origin.host_header, request.headers, length
-        )
-        conn = await self._exchange(
-            loop, pool, head, body, length, request.method == "HEAD", deadline, True
-        )
-        response = _AsyncStreamingResponse(self, pool, conn, timeout)
+        pool, outgoing, deadline, timeout = self._start(request, loop.time())
+        conn = await self._exchange(loop, pool, outgoing, deadline, True)
+        response = _AsyncStreamingResponse(pool, conn, conn.parser, timeout)
         try:
             yield response
         finally:
-            response._release()
+            response.close()
 
     async def aclose(self) -> None:
         """Close all pooled connections. Connections in use are closed when they come back."""
@@ -540,21 +447,6 @@ class AsyncHTTPTransport:
         if closing:
             await asyncio.wait(closing, timeout=5)
 
-    async def __aenter__(self) -> AsyncHTTPTransport:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
-
-    def __repr__(self) -> str:
-        where = self._pool.origin.url if self._pool is not None else "no default origin"
-        return f"<AsyncHTTPTransport {where}>"
-
     # -- internals ---------------------------------------------------------------------------
 
     def _check_loop(self) -> asyncio.AbstractEventLoop:
@@ -568,44 +460,15 @@ class AsyncHTTPTransport:
             self._loop = loop
         return loop
 
-    def _get_pool(self, origin: Origin) -> _Pool:
-        if self._closed:
-            raise TransportError("the transport is closed", url=origin.url)
-        key = origin.key()
-        pool = self._pools.get(key)
-        if pool is None:
-            ctx = None
-            if origin.tls:
-                ctx = self._ssl_context
-                if ctx is None:
-                    ctx = self._ssl_context = self._make_ssl_context()
-            pool = _Pool(origin, self._max_connections, ctx, self._server_hostname)
-            self._pools[key] = pool
-        return pool
-
-    def _route(self, target: str) -> tuple[_Pool, str]:
-        if target[:1] == "/":
-            pool = self._pool
-            if pool is None:
-                raise InvalidInputError(
-                    "this transport has no URL: request targets must be absolute URLs",
-                    value=target,
-                )
-            return pool, target
-        origin, path = parse_origin(target)
-        return self._get_pool(origin), path
+    def _new_pool(self, origin: Origin) -> _Pool:
+        return _Pool(origin, self._max_connections)
 
     async def _connect(
         self, loop: asyncio.AbstractEventLoop, pool: _Pool, deadline: float | None
     ) -> _Connection:
         origin = pool.origin
-        timeout = self._connect_timeout
-        if deadline is not None:
-            remaining = deadline - loop.time()
-            if remaining <= 0:
-                raise DeadlineExceededError("request timed out", url=origin.url)
-            timeout = remaining if timeout is None else min(timeout, remaining)
-        ctx = pool.ssl_context
+        timeout = connect_timeout(self._connect_timeout, deadline, loop.time(), url=origin.url)
+        ctx = self._tls_context(origin)
         max_head, max_body = self._max_header_size, self._max_response_size
         try:
             connecting = loop.create_connection(
@@ -613,32 +476,20 @@ class AsyncHTTPTransport:
                 origin.host,
                 origin.port,
                 ssl=ctx,
-                server_hostname=(pool.server_hostname or origin.host) if ctx else None,
+                server_hostname=(self._server_hostname or origin.host) if ctx else None,
                 ssl_handshake_timeout=timeout if ctx else None,
             )
             _, conn = await asyncio.wait_for(connecting, timeout)
-            conn.tls = ctx is not None
-        except (asyncio.TimeoutError, TimeoutError) as exc:
-            raise DeadlineExceededError(f"timed out connecting to {origin.url}") from exc
-        except ssl.SSLCertVerificationError as exc:
-            raise TransportError(
-                f"TLS certificate verification failed: {exc.verify_message or exc}",
-                url=origin.url,
-            ) from exc
-        except ssl.SSLError as exc:
-            raise TransportError(f"TLS handshake failed: {exc}", url=origin.url) from exc
-        except OSError as exc:
-            raise TransportError(f"cannot connect: {exc.strerror or exc}", url=origin.url) from exc
+        except (asyncio.TimeoutError, OSError) as exc:  # ssl.SSLError included
+            raise connect_error(exc, origin) from exc
+        conn.tls = ctx is not None
         return conn
 
     async def _exchange(
         self,
         loop: asyncio.AbstractEventLoop,
         pool: _Pool,
-        head: bytes,
-        body: Sequence[BytesLike],
-        length: int,
-        head_request: bool,
+        outgoing: OutgoingRequest,
         deadline: float | None,
         stream: bool,
     ) -> _Connection:
@@ -647,138 +498,42 @@ class AsyncHTTPTransport:
         if conn is None:
             conn = await pool.checkout(loop, deadline)
         try:
-            if conn is None:
-                conn = await self._connect(loop, pool, deadline)
-            try:
-                await self._roundtrip(
-                    loop, conn, head, body, length, head_request, deadline, stream
-                )
-            except _NoResponse as exc:
-                if not conn.reused:
-                    raise TransportError(
-                        "the server closed the connection without sending a response",
-                        url=pool.origin.url,
-                    ) from exc.__cause__
+            while True:
+                if conn is None:
+                    conn = await self._connect(loop, pool, deadline)
+                try:
+                    await conn.roundtrip(outgoing, deadline, stream)
+                    return conn
+                except NoResponse as exc:
+                    exc.check_retry(conn.reused, pool.origin.url)
                 # A keep-alive connection the server had already closed: one fresh try.
                 conn.abort()
                 conn = None
-                conn = await self._connect(loop, pool, deadline)
-                try:
-                    await self._roundtrip(
-                        loop, conn, head, body, length, head_request, deadline, stream
-                    )
-                except _NoResponse as exc2:
-                    raise TransportError(
-                        "the server closed the connection without sending a response",
-                        url=pool.origin.url,
-                    ) from exc2.__cause__
-            return conn
         except BaseException:
             pool.discard(conn)
             raise
 
-    async def _roundtrip(
-        self,
-        loop: asyncio.AbstractEventLoop,
-        conn: _Connection,
-        head: bytes,
-        body: Sequence[BytesLike],
-        length: int,
-        head_request: bool,
-        deadline: float | None,
-        stream: bool,
-    ) -> None:
-        parser = conn.parser
-        parser.start(head_request=head_request, stream=stream)
-        conn.error = None
-        if deadline is not None and deadline <= loop.time():
-            raise DeadlineExceededError("request timed out")
-        conn.arm(deadline)
-        try:
-            transport = conn.transport
-            assert transport is not None
-            if conn.broken:
-                raise _NoResponse
-            if not body:
-                transport.write(head)
-            elif (
-                length <= _JOIN_LIMIT
-                or _ZERO_COPY_WRITELINES
-                or (_TLS_ZERO_COPY_WRITELINES and conn.tls)
-            ):
-                transport.writelines([head, *_byte_views(body)])
-            else:
-                transport.write(head)
-                for part in _byte_views(body):
-                    for offset in range(0, len(part), _WRITE_SLICE):
-                        # Slices keep the copy into the transport's buffer (3.10/3.11) bounded.
-                        transport.write(part[offset : offset + _WRITE_SLICE])
-                        if conn.write_paused and not await conn.drain():
-                            break  # connection lost; the response wait below says why
-            while not (parser.done or (stream and parser.head_done)):
-                await conn.wait()
-        finally:
-            conn.deadline = None
 
-    @staticmethod
-    def _release(pool: _Pool, conn: _Connection) -> None:
-        transport = conn.transport
-        if (
-            conn.parser.keep_alive
-            and not conn.broken
-            and transport is not None
-            # An early answer while the body was still being sent: the rest would be garbage.
-            and not transport.get_write_buffer_size()
-        ):
-            pool.checkin(conn)
-        else:
-            pool.discard(conn)
-
-
-class _AsyncStreamingResponse:
+class _AsyncStreamingResponse(PooledStreamingResponse[_Connection]):
     """A response being received; returned by :meth:`AsyncHTTPTransport.astream`."""
 
-    def __init__(
-        self,
-        transport: AsyncHTTPTransport,
-        pool: _Pool,
-        conn: _Connection,
-        timeout: float | None,
-    ) -> None:
-        parser = conn.parser
-        self.status: int = parser.status
-        self.headers: Mapping[str, str] = parser.headers
-        self.reason = parser.reason
-        self._transport = transport
-        self._pool: _Pool | None = pool
-        self._conn = conn
-        self._timeout = timeout
-        self._decoder = StreamDecoder(parser.headers.get("content-encoding"))
+    __slots__ = ()
 
     async def aiter_bytes(self) -> AsyncIterator[bytes]:
         """Yield the (decompressed) body in pieces as they arrive."""
         conn = self._conn
-        parser = conn.parser
-        decoder = self._decoder
+        body = self._body
         while True:
-            if self._pool is None:
-                raise TransportError("the streamed response is closed")
-            pieces = parser.take_pieces()
+            self._check_open()
             if conn.read_paused:
                 conn.read_paused = False
                 if conn.transport is not None:
                     conn.transport.resume_reading()
-            for piece in pieces:
-                if decoder.active:
-                    piece = decoder.decode(piece)
-                if piece:
-                    yield piece
-            if parser.done:
-                tail = decoder.flush()
-                if tail:
-                    yield tail
+            for piece in body.take():
+                yield piece
+            if body.finished:
                 return
-            if parser.pieces:
+            if conn.parser.pieces:
                 continue
             if self._timeout is not None:
                 conn.arm(conn.loop.time() + self._timeout)
@@ -790,14 +545,3 @@ class _AsyncStreamingResponse:
     async def aread(self) -> bytes:
         """Read the rest of the body."""
         return b"".join([piece async for piece in self.aiter_bytes()])
-
-    def _release(self) -> None:
-        pool = self._pool
-        if pool is None:
-            return
-        self._pool = None
-        conn = self._conn
-        if conn.parser.done:
-            AsyncHTTPTransport._release(pool, conn)
-        else:
-            pool.discard(conn)

@@ -12,10 +12,9 @@ from __future__ import annotations
 import math
 import ssl
 import threading
-from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterator, Mapping
 from contextlib import asynccontextmanager, contextmanager
-from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 from kserve_v2.arguments import check_max_response_size
 from kserve_v2.datatypes import BytesLike
@@ -27,9 +26,15 @@ from kserve_v2.errors import (
     ProtocolError,
     TransportError,
 )
-from kserve_v2.http1 import body_length, body_too_large
+from kserve_v2.http1 import body_length, body_too_large, byte_views
 from kserve_v2.interfaces import HTTPRequest, HTTPResponse
-from kserve_v2.transport.sockets import StrPath, make_ssl_context, parse_origin
+from kserve_v2.transport.sockets import (
+    AsyncClosesOnExit,
+    ClosesOnExit,
+    StrPath,
+    TLSConfig,
+    base_origin,
+)
 
 if TYPE_CHECKING:
     import httpx as _httpx
@@ -46,10 +51,13 @@ def _import_httpx() -> Any:
 
 
 def _translate(exc: Exception, url: str | None) -> KServeError:
-    """Map an httpx exception onto the kserve-v2 error tree (the caller chains ``from exc``)."""
+    """Map an httpx exception, or an OSError httpcore does not wrap (e.g. a TLS alert on anyio
+    TLS streams), onto the kserve-v2 error tree (the caller chains ``from exc``)."""
     import httpx
 
     message = str(exc) or type(exc).__name__
+    if not isinstance(exc, httpx.HTTPError):
+        return TransportError(f"{type(exc).__name__}: {exc}", url=url)
     if isinstance(exc, httpx.TimeoutException):
         return DeadlineExceededError(f"request timed out ({type(exc).__name__})", url=url)
     if isinstance(exc, httpx.RemoteProtocolError):
@@ -63,116 +71,21 @@ def _translate(exc: Exception, url: str | None) -> KServeError:
     return TransportError(message, url=url)
 
 
-def _byte_views(body: Sequence[BytesLike]) -> list[BytesLike]:
-    # httpx/h11 count the body with len(): it must be bytes, not typed elements.
-    return [
-        part if type(part) is bytes or type(part) is bytearray else memoryview(part).cast("B")
-        for part in body
-    ]
+@contextmanager
+def _translated(url: str | None) -> Iterator[None]:
+    """Raise an httpx error, or an OSError httpcore does not wrap, that ends the ``with`` block
+    as its kserve-v2 error (:func:`_translate`)."""
+    try:
+        yield
+    except Exception as exc:
+        if isinstance(exc, (OSError, _import_httpx().HTTPError)):
+            raise _translate(exc, url) from exc
+        raise
 
 
-class _Common:
-    """Argument handling shared by the sync and async httpx transports."""
-
-    _httpx: Any
-    _base: str | None
-    _max_response_size: int | None
-    _owns_client: bool
-    _client: Any
-
-    def _setup(
-        self,
-        url: str | None,
-        client: Any,
-        client_class: str,
-        *,
-        timeout: float | None,
-        connect_timeout: float | None,
-        max_connections: int,
-        verify: bool,
-        ca_file: StrPath | None,
-        ca_dir: StrPath | None,
-        cert_file: StrPath | None,
-        key_file: StrPath | None,
-        key_password: str | None,
-        ssl_context: ssl.SSLContext | None,
-        server_hostname: str | None,
-        max_response_size: int | None,
-    ) -> Any:
-        httpx = self._httpx = _import_httpx()
-        self._max_response_size = check_max_response_size(max_response_size)
-        self._base = None
-        if url is not None:
-            origin, path = parse_origin(url)
-            if path != "/":
-                raise InvalidInputError(
-                    f"the transport URL must not have a path or query ({url!r}); "
-                    "put base paths in the request target",
-                    value=url,
-                )
-            self._base = origin.url
-        self._extensions = {"sni_hostname": server_hostname} if server_hostname else None
-        self._owns_client = client is None
-        if client is not None:
-            return client
-        if ssl_context is None and (
-            not verify or ca_file or ca_dir or cert_file or (url or "").startswith("https")
-        ):
-            ssl_context = make_ssl_context(
-                verify=verify,
-                ca_file=ca_file,
-                ca_dir=ca_dir,
-                cert_file=cert_file,
-                key_file=key_file,
-                key_password=key_password,
-            )
-        return getattr(httpx, client_class)(
-            timeout=httpx.Timeout(_finite(timeout), connect=_finite(connect_timeout)),
-            limits=httpx.Limits(
-                max_connections=max_connections, max_keepalive_connections=max_connections
-            ),
-            verify=ssl_context if ssl_context is not None else True,
-            # httpx asks for gzip/deflate/br by default; the server should compress only when
-            # the caller asks for it (the client's accept_compression sets this per request).
-            headers={"Accept-Encoding": "identity"},
-        )
-
-    def _prepare(self, request: HTTPRequest) -> tuple[str, dict[str, Any]]:
-        """The URL and the keyword arguments (headers, content, timeout, extensions) for
-        ``client.request`` / ``client.stream``."""
-        if self._client.is_closed:  # httpx would raise a bare RuntimeError
-            raise TransportError("the transport is closed", url=self._base)
-        target = request.target
-        # Otherwise absolute, or relative to the client's own base_url.
-        url = self._base + target if target[:1] == "/" and self._base is not None else target
-        headers = [(k, v) for k, v in request.headers if k.lower() != "content-length"]
-        body = request.body
-        content: Any = None
-        if body:
-            headers.append(("Content-Length", str(body_length(body))))
-            single = len(body) == 1 and type(body[0]) is bytes
-            content = body[0] if single else _byte_views(body)
-        elif request.method in ("POST", "PUT", "PATCH"):
-            content = b""
-        options = {
-            "headers": headers,
-            "content": content,
-            "timeout": self._timeout(request.timeout),
-            "extensions": self._extensions,
-        }
-        return url, options
-
-    def _timeout(self, timed: float | None) -> Any:
-        if timed is None:
-            return self._httpx.USE_CLIENT_DEFAULT
-        # A bare number would replace every phase's timeout, the connect timeout included:
-        # keep the client's (shorter) connect timeout, as the default transports do.
-        connect = self._client.timeout.connect
-        if timed == math.inf:
-            return self._httpx.Timeout(None, connect=connect)
-        if connect is None or connect > timed:
-            connect = timed
-        return self._httpx.Timeout(timed, connect=connect)
+def _finite(timeout: float | None) -> float | None:
+    # httpx waits "None" seconds for ever; math.inf overflows its socket calls.
+    return None if timeout == math.inf else timeout
 
 
 class _BoundedBody:
@@ -195,12 +108,133 @@ class _BoundedBody:
             raise body_too_large(self._limit, decoded=self._decoded)
 
 
-def _finite(timeout: float | None) -> float | None:
-    # httpx waits "None" seconds for ever; math.inf overflows its socket calls.
-    return None if timeout == math.inf else timeout
+_Client = TypeVar("_Client")
 
 
-class HTTPXTransport(_Common):
+class _HTTPXBase(Generic[_Client]):
+    """What the sync and async httpx transports share: arguments, the client they own or
+    were given, request options and responses."""
+
+    #: The httpx class of the client the transport creates.
+    _client_class: ClassVar[str]
+    #: Whether requests past max_connections wait for a slot in the transport (see _slots).
+    _queue_requests: ClassVar[bool] = False
+
+    def __init__(
+        self,
+        url: str | None = None,
+        *,
+        client: _Client | None = None,
+        timeout: float | None = 60.0,
+        connect_timeout: float | None = 10.0,
+        max_connections: int = 16,
+        verify: bool = True,
+        ca_file: StrPath | None = None,
+        ca_dir: StrPath | None = None,
+        cert_file: StrPath | None = None,
+        key_file: StrPath | None = None,
+        key_password: str | None = None,
+        ssl_context: ssl.SSLContext | None = None,
+        server_hostname: str | None = None,
+        max_response_size: int | None = None,
+    ) -> None:
+        httpx = self._httpx = _import_httpx()
+        self._max_response_size = check_max_response_size(max_response_size)
+        self._base = base_origin(url).url if url is not None else None
+        self._extensions = {"sni_hostname": server_hostname} if server_hostname else None
+        self._owns_client = client is None
+        # httpcore 1.0.x's sync pool can close a connection it has already handed to a request
+        # queued for one (encode/httpcore#1110: "Bad file descriptor" when more threads than
+        # connections share the client): the sync transport makes requests past
+        # max_connections wait here instead.
+        self._slots = (
+            threading.BoundedSemaphore(max_connections)
+            if client is None and self._queue_requests
+            else None
+        )
+        if client is not None:
+            self._client: _Client = client
+            return
+        if ssl_context is None and (
+            not verify or ca_file or ca_dir or cert_file or (url or "").startswith("https")
+        ):
+            tls = TLSConfig(verify, ca_file, ca_dir, cert_file, key_file, key_password)
+            ssl_context = tls.context()
+        self._client = getattr(httpx, self._client_class)(
+            timeout=httpx.Timeout(_finite(timeout), connect=_finite(connect_timeout)),
+            limits=httpx.Limits(
+                max_connections=max_connections, max_keepalive_connections=max_connections
+            ),
+            verify=ssl_context if ssl_context is not None else True,
+            # httpx asks for gzip/deflate/br by default; the server should compress only when
+            # the caller asks for it (the client's accept_compression sets this per request).
+            headers={"Accept-Encoding": "identity"},
+        )
+
+    @property
+    def client(self) -> _Client:
+        """The underlying ``httpx.Client`` / ``httpx.AsyncClient``."""
+        return self._client
+
+    def _prepare(self, request: HTTPRequest) -> tuple[str, dict[str, Any]]:
+        """The URL and the keyword arguments (headers, content, timeout, extensions) for
+        ``client.request`` / ``client.stream``."""
+        client: Any = self._client
+        if client.is_closed:  # httpx would raise a bare RuntimeError
+            raise TransportError("the transport is closed", url=self._base)
+        target = request.target
+        # Otherwise absolute, or relative to the client's own base_url.
+        url = self._base + target if target[:1] == "/" and self._base is not None else target
+        headers = [(k, v) for k, v in request.headers if k.lower() != "content-length"]
+        body = request.body
+        content: Any = None
+        if body:
+            headers.append(("Content-Length", str(body_length(body))))
+            # httpx/h11 count the body with len(): it must be bytes, not typed elements.
+            single = len(body) == 1 and type(body[0]) is bytes
+            content = body[0] if single else byte_views(body)
+        elif request.method in ("POST", "PUT", "PATCH"):
+            content = b""
+        options = {
+            "headers": headers,
+            "content": content,
+            "timeout": self._timeout(request.timeout),
+            "extensions": self._extensions,
+        }
+        return url, options
+
+    def _timeout(self, timed: float | None) -> Any:
+        if timed is None:
+            return self._httpx.USE_CLIENT_DEFAULT
+        # A bare number would replace every phase's timeout, the connect timeout included:
+        # keep the client's (shorter) connect timeout, as the default transports do.
+        client: Any = self._client
+        connect = client.timeout.connect
+        if timed == math.inf:
+            return self._httpx.Timeout(None, connect=connect)
+        if connect is None or connect > timed:
+            connect = timed
+        return self._httpx.Timeout(timed, connect=connect)
+
+    @staticmethod
+    def _response(response: _httpx.Response, body: BytesLike) -> HTTPResponse:
+        return HTTPResponse(
+            response.status_code, dict(response.headers.items()), body, response.reason_phrase
+        )
+
+
+class _HTTPXStreamingBase:
+    """The head of a streamed httpx response, and the response to read the body from."""
+
+    def __init__(self, response: _httpx.Response, url: str) -> None:
+        self._response = response
+        self._url = url
+        self.status: int = response.status_code
+        self.headers: Mapping[str, str] = dict(response.headers.items())
+        self.reason: str = response.reason_phrase
+
+
+class HTTPXTransport(_HTTPXBase["_httpx.Client"], ClosesOnExit):
     """Synchronous transport over an ``httpx.Client``.
 
     Args:
@@ -227,50 +261,8 @@ class HTTPXTransport(_Common):
         transport = HTTPXTransport(client=httpx.Client(base_url="http://localhost:8000"))
     """
 
-    def __init__(
-        self,
-        url: str | None = None,
-        *,
-        client: _httpx.Client | None = None,
-        timeout: float | None = 60.0,
-        connect_timeout: float | None = 10.0,
-        max_connections: int = 16,
-        verify: bool = True,
-        ca_file: StrPath | None = None,
-        ca_dir: StrPath | None = None,
-        cert_file: StrPath | None = None,
-        key_file: StrPath | None = None,
-        key_password: str | None = None,
-        ssl_context: ssl.SSLContext | None = None,
-        server_hostname: str | None = None,
-        max_response_size: int | None = None,
-    ) -> None:
-        self._client: _httpx.Client = self._setup(
-            url,
-            client,
-            "Client",
-            timeout=timeout,
-            connect_timeout=connect_timeout,
-            max_connections=max_connections,
-            verify=verify,
-            ca_file=ca_file,
-            ca_dir=ca_dir,
-            cert_file=cert_file,
-            key_file=key_file,
-            key_password=key_password,
-            ssl_context=ssl_context,
-            server_hostname=server_hostname,
-            max_response_size=max_response_size,
-        )
-        # httpcore 1.0.x's sync pool can close a connection it has already handed to a request
-        # queued for one (encode/httpcore#1110: "Bad file descriptor" when more threads than
-        # connections share the client): requests past max_connections wait here instead.
-        self._slots = threading.BoundedSemaphore(max_connections) if client is None else None
-
-    @property
-    def client(self) -> _httpx.Client:
-        """The underlying ``httpx.Client``."""
-        return self._client
+    _client_class = "Client"
+    _queue_requests = True
 
     @contextmanager
     def _slot(self, request: HTTPRequest, url: str) -> Iterator[None]:
@@ -291,27 +283,15 @@ class HTTPXTransport(_Common):
         """Send ``request`` and return the complete (decompressed) response."""
         url, options = self._prepare(request)
         limit = self._max_response_size
-        with self._slot(request, url):
-            try:
-                if limit is None:
-                    response = self._client.request(request.method, url, **options)
-                    body: BytesLike = response.content
-                else:
-                    with self._client.stream(request.method, url, **options) as response:
-                        bounded = _BoundedBody(response, limit)
-                        for piece in response.iter_bytes():
-                            bounded.add(piece)
-                        body = bounded.data
-            except self._httpx.HTTPError as exc:
-                raise _translate(exc, url) from exc
-            except OSError as exc:  # e.g. a TLS alert httpcore does not wrap
-                raise TransportError(f"{type(exc).__name__}: {exc}", url=url) from exc
-        return HTTPResponse(
-            response.status_code,
-            dict(response.headers.items()),
-            body,
-            response.reason_phrase,
-        )
+        with self._slot(request, url), _translated(url):
+            if limit is None:
+                response = self._client.request(request.method, url, **options)
+                return self._response(response, response.content)
+            with self._client.stream(request.method, url, **options) as response:
+                bounded = _BoundedBody(response, limit)
+                for piece in response.iter_bytes():
+                    bounded.add(piece)
+                return self._response(response, bounded.data)
 
     @contextmanager
     def stream(self, request: HTTPRequest) -> Iterator[_HTTPXStreamingResponse]:
@@ -319,12 +299,8 @@ class HTTPXTransport(_Common):
         url, options = self._prepare(request)
         with self._slot(request, url):
             opener = self._client.stream(request.method, url, **options)
-            try:
+            with _translated(url):
                 response = opener.__enter__()
-            except self._httpx.HTTPError as exc:
-                raise _translate(exc, url) from exc
-            except OSError as exc:
-                raise TransportError(f"{type(exc).__name__}: {exc}", url=url) from exc
             try:
                 yield _HTTPXStreamingResponse(response, url)
             finally:
@@ -335,36 +311,12 @@ class HTTPXTransport(_Common):
         if self._owns_client:
             self._client.close()
 
-    def __enter__(self) -> HTTPXTransport:
-        return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
-
-
-class _HTTPXStreamingResponse:
-    def __init__(self, response: _httpx.Response, url: str) -> None:
-        self._response = response
-        self._url = url
-        self.status: int = response.status_code
-        self.headers: Mapping[str, str] = dict(response.headers.items())
-        self.reason: str = response.reason_phrase
-
+class _HTTPXStreamingResponse(_HTTPXStreamingBase):
     def iter_bytes(self) -> Iterator[bytes]:
         """Yield the (decompressed) body in pieces as they arrive."""
-        import httpx
-
-        try:
+        with _translated(self._url):
             yield from self._response.iter_bytes()
-        except httpx.HTTPError as exc:
-            raise _translate(exc, self._url) from exc
-        except OSError as exc:
-            raise TransportError(f"{type(exc).__name__}: {exc}", url=self._url) from exc
 
     def read(self) -> bytes:
         """Read the rest of the body."""
@@ -376,7 +328,7 @@ async def _aiter(parts: list[BytesLike]) -> AsyncIterator[BytesLike]:
         yield part
 
 
-class AsyncHTTPXTransport(_Common):
+class AsyncHTTPXTransport(_HTTPXBase["_httpx.AsyncClient"], AsyncClosesOnExit):
     """asyncio transport over an ``httpx.AsyncClient``; arguments as :class:`HTTPXTransport`.
 
     Example::
@@ -389,46 +341,7 @@ class AsyncHTTPXTransport(_Common):
         await transport.aclose()
     """
 
-    def __init__(
-        self,
-        url: str | None = None,
-        *,
-        client: _httpx.AsyncClient | None = None,
-        timeout: float | None = 60.0,
-        connect_timeout: float | None = 10.0,
-        max_connections: int = 16,
-        verify: bool = True,
-        ca_file: StrPath | None = None,
-        ca_dir: StrPath | None = None,
-        cert_file: StrPath | None = None,
-        key_file: StrPath | None = None,
-        key_password: str | None = None,
-        ssl_context: ssl.SSLContext | None = None,
-        server_hostname: str | None = None,
-        max_response_size: int | None = None,
-    ) -> None:
-        self._client: _httpx.AsyncClient = self._setup(
-            url,
-            client,
-            "AsyncClient",
-            timeout=timeout,
-            connect_timeout=connect_timeout,
-            max_connections=max_connections,
-            verify=verify,
-            ca_file=ca_file,
-            ca_dir=ca_dir,
-            cert_file=cert_file,
-            key_file=key_file,
-            key_password=key_password,
-            ssl_context=ssl_context,
-            server_hostname=server_hostname,
-            max_response_size=max_response_size,
-        )
-
-    @property
-    def client(self) -> _httpx.AsyncClient:
-        """The underlying ``httpx.AsyncClient``."""
-        return self._client
+    _client_class = "AsyncClient"
 
     def _aprepare(self, request: HTTPRequest) -> tuple[str, dict[str, Any]]:
         url, options = self._prepare(request)
@@ -440,38 +353,23 @@ class AsyncHTTPXTransport(_Common):
         """Send ``request`` and return the complete (decompressed) response."""
         url, options = self._aprepare(request)
         limit = self._max_response_size
-        try:
+        with _translated(url):
             if limit is None:
                 response = await self._client.request(request.method, url, **options)
-                body: BytesLike = response.content
-            else:
-                async with self._client.stream(request.method, url, **options) as response:
-                    bounded = _BoundedBody(response, limit)
-                    async for piece in response.aiter_bytes():
-                        bounded.add(piece)
-                    body = bounded.data
-        except self._httpx.HTTPError as exc:
-            raise _translate(exc, url) from exc
-        except OSError as exc:  # e.g. a TLS alert httpcore does not wrap (anyio TLS streams)
-            raise TransportError(f"{type(exc).__name__}: {exc}", url=url) from exc
-        return HTTPResponse(
-            response.status_code,
-            dict(response.headers.items()),
-            body,
-            response.reason_phrase,
-        )
+                return self._response(response, response.content)
+            async with self._client.stream(request.method, url, **options) as response:
+                bounded = _BoundedBody(response, limit)
+                async for piece in response.aiter_bytes():
+                    bounded.add(piece)
+                return self._response(response, bounded.data)
 
     @asynccontextmanager
     async def astream(self, request: HTTPRequest) -> AsyncIterator[_AsyncHTTPXStreamingResponse]:
         """Send ``request``; give its response with a body to be read incrementally."""
         url, options = self._aprepare(request)
         opener = self._client.stream(request.method, url, **options)
-        try:
+        with _translated(url):
             response = await opener.__aenter__()
-        except self._httpx.HTTPError as exc:
-            raise _translate(exc, url) from exc
-        except OSError as exc:
-            raise TransportError(f"{type(exc).__name__}: {exc}", url=url) from exc
         try:
             yield _AsyncHTTPXStreamingResponse(response, url)
         finally:
@@ -482,37 +380,13 @@ class AsyncHTTPXTransport(_Common):
         if self._owns_client:
             await self._client.aclose()
 
-    async def __aenter__(self) -> AsyncHTTPXTransport:
-        return self
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
-
-
-class _AsyncHTTPXStreamingResponse:
-    def __init__(self, response: _httpx.Response, url: str) -> None:
-        self._response = response
-        self._url = url
-        self.status: int = response.status_code
-        self.headers: Mapping[str, str] = dict(response.headers.items())
-        self.reason: str = response.reason_phrase
-
+class _AsyncHTTPXStreamingResponse(_HTTPXStreamingBase):
     async def aiter_bytes(self) -> AsyncIterator[bytes]:
         """Yield the (decompressed) body in pieces as they arrive."""
-        import httpx
-
-        try:
+        with _translated(self._url):
             async for piece in self._response.aiter_bytes():
                 yield piece
-        except httpx.HTTPError as exc:
-            raise _translate(exc, self._url) from exc
-        except OSError as exc:
-            raise TransportError(f"{type(exc).__name__}: {exc}", url=self._url) from exc
 
     async def aread(self) -> bytes:
         """Read the rest of the body."""

@@ -3,7 +3,9 @@
 Why not ``http.client`` or urllib3: both build the body with extra copies, parse headers through
 ``email``, and cost several times the CPU per small request. This transport keeps the hot path
 to one ``sendmsg`` (head and body buffers as one iovec, nothing joined) and usually one
-``recv_into``, with the response parsed by the shared sans-IO :mod:`._http11` parser.
+``recv_into``, with the response parsed by the shared sans-IO :mod:`kserve_v2.http1` parser.
+Everything that is not I/O (arguments, pools per origin, request heads, responses, errors) is
+shared with the asyncio transport (:mod:`.sockets`).
 """
 
 from __future__ import annotations
@@ -14,35 +16,31 @@ import ssl
 import struct
 import sys
 import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
 from time import monotonic
-from types import TracebackType
 
-from kserve_v2.arguments import check_max_response_size
 from kserve_v2.datatypes import BytesLike
 from kserve_v2.errors import (
     DeadlineExceededError,
     InvalidInputError,
     TransportError,
 )
-from kserve_v2.http1 import (
-    DEFAULT_MAX_HEADER_SIZE,
-    ResponseParser,
-    StreamDecoder,
-    body_length,
-    decode_body,
-    serialize_head,
-)
+from kserve_v2.http1 import NoResponse, OutgoingRequest, ResponseParser
 from kserve_v2.interfaces import HTTPRequest, HTTPResponse
 from kserve_v2.transport.sockets import (
+    CONNECTION_LOST,
     HAS_SENDMSG,
     IOV_MAX,
+    ClosesOnExit,
     Origin,
-    StrPath,
+    OriginPool,
+    PooledStreamingResponse,
+    PooledTransport,
+    connect_error,
+    connect_timeout,
     deadline_after,
-    make_ssl_context,
-    parse_origin,
+    pool_timeout_error,
     sendmsg_rest,
 )
 
@@ -61,21 +59,6 @@ _NO_TIMEVAL = struct.pack("ll", 0, 0)
 # Pooled connections idle for longer than this are checked for a server-side close before reuse
 # (one poll). Recently used ones skip the check: the single retry covers that race.
 _IDLE_CHECK_AFTER = 1.0
-
-
-# A peer that went away: on a reused connection before any response byte, this is the stale
-# keep-alive case that is retried once.
-_LOST = (
-    BrokenPipeError,
-    ConnectionResetError,
-    ConnectionAbortedError,
-    ssl.SSLEOFError,
-    ssl.SSLZeroReturnError,
-)
-
-
-class _NoResponse(Exception):
-    """The connection closed before a single response byte arrived (maybe a stale keep-alive)."""
 
 
 class _Connection:
@@ -164,34 +147,106 @@ class _Connection:
         # Readable while idle: EOF, a reset, or bytes nobody asked for (e.g. a 408). All fatal.
         return bool(readable)
 
+    # -- one exchange ------------------------------------------------------------------------
 
-class _Pool:
+    def roundtrip(self, outgoing: OutgoingRequest, deadline: float | None, stream: bool) -> None:
+        """Send the request and receive its response (its head only when ``stream``)."""
+        head, body, length, head_request = outgoing
+        parser = self.parser
+        parser.start(head_request=head_request, stream=stream)
+        try:
+            self._send(head, body, length, deadline)
+        except CONNECTION_LOST as exc:
+            # The server may have answered early (e.g. 413) and closed: read what it sent.
+            try:
+                self.receive(deadline, stream)
+            except NoResponse:
+                if self.reused:
+                    raise NoResponse from exc  # stale keep-alive connection: retried
+                raise TransportError(f"connection lost while sending the request: {exc}") from exc
+            # Errors after some response bytes propagate as they are: never retried.
+            parser.keep_alive = False  # the request was not sent whole
+            return
+        self.receive(deadline, stream)
+
+    def _send(
+        self,
+        head: bytes,
+        body: Sequence[BytesLike],
+        length: int,
+        deadline: float | None,
+    ) -> None:
+        self.arm(deadline, True)
+        sock = self.sock
+        try:
+            if not body:
+                sock.sendall(head)
+            elif self.tls or not HAS_SENDMSG:
+                if length <= _TLS_COALESCE:
+                    # One TLS record instead of one per buffer; only small bodies are joined.
+                    sock.sendall(head + b"".join(body))
+                else:
+                    sock.sendall(head)
+                    for part in body:
+                        self._send_sliced(part, deadline)
+            else:
+                total = len(head) + length
+                sent = sock.sendmsg([head, *body]) if len(body) < IOV_MAX else 0
+                if sent != total:
+                    sendmsg_rest(
+                        sock.sendmsg, [head, *body], sent, lambda: self.arm(deadline, True)
+                    )
+        except (TimeoutError, BlockingIOError) as exc:  # BlockingIOError: SO_SNDTIMEO expired
+            raise DeadlineExceededError("request timed out while sending") from exc
+        except (TypeError, BufferError) as exc:
+            raise InvalidInputError(
+                f"request body parts must be contiguous bytes-like objects: {exc}"
+            ) from exc
+        except CONNECTION_LOST:
+            raise
+        except (OSError, ssl.SSLError) as exc:
+            raise TransportError(f"cannot send the request: {exc}") from exc
+
+    def _send_sliced(self, part: BytesLike, deadline: float | None) -> None:
+        with memoryview(part) as view, view.cast("B") as data:
+            for offset in range(0, len(data), _TLS_SLICE):
+                self.arm(deadline, True)
+                self.sock.sendall(data[offset : offset + _TLS_SLICE])
+
+    def receive(self, deadline: float | None, head_only: bool) -> None:
+        """Receive until the response is complete (``head_only``: until its head is parsed)."""
+        parser = self.parser
+        recv_into = self.sock.recv_into
+        arm = self.arm
+        while True:
+            arm(deadline, False)
+            try:
+                n = recv_into(parser.get_buffer())
+            except (TimeoutError, BlockingIOError) as exc:  # BlockingIOError: SO_RCVTIMEO
+                raise DeadlineExceededError("request timed out waiting for the response") from exc
+            except CONNECTION_LOST as exc:
+                if not parser.got_bytes:
+                    raise NoResponse from exc
+                raise TransportError(f"connection lost while receiving: {exc}") from exc
+            except (OSError, ssl.SSLError) as exc:
+                raise TransportError(f"cannot receive the response: {exc}") from exc
+            if n:
+                if parser.buffer_updated(n) or (head_only and parser.head_done):
+                    return
+            else:
+                if not parser.got_bytes:
+                    raise NoResponse
+                parser.eof_received()
+                return
+
+
+class _Pool(OriginPool[_Connection]):
     """Connections to one origin, at most ``limit`` open at once."""
 
-    __slots__ = (
-        "_closed",
-        "_cond",
-        "_count",
-        "_idle",
-        "_lock",
-        "_waiting",
-        "limit",
-        "origin",
-        "server_hostname",
-        "ssl_context",
-    )
+    __slots__ = ("_closed", "_cond", "_count", "_idle", "_lock", "_waiting")
 
-    def __init__(
-        self,
-        origin: Origin,
-        limit: int,
-        ssl_context: ssl.SSLContext | None,
-        server_hostname: str | None,
-    ) -> None:
-        self.origin = origin
-        self.limit = limit
-        self.ssl_context = ssl_context
-        self.server_hostname = server_hostname
+    def __init__(self, origin: Origin, limit: int) -> None:
+        super().__init__(origin, limit)
         # Entered as the bare lock (the condition's own): Condition.__enter__/__exit__ are
         # Python functions, two extra calls per checkout and checkin.
         self._lock = threading.Lock()
@@ -218,17 +273,18 @@ class _Pool:
                 else:
                     remaining = deadline - monotonic()
                     if remaining <= 0:
-                        raise DeadlineExceededError(
-                            f"timed out waiting for one of the {self.limit} pooled connections",
-                            url=self.origin.url,
-                        )
+                        raise pool_timeout_error(self.limit, self.origin.url)
                 self._waiting += 1
                 try:
                     cond.wait(remaining)
                 finally:
                     self._waiting -= 1
 
-    def checkin(self, conn: _Connection, now: float) -> None:
+    def release(self, conn: _Connection) -> None:
+        if not conn.parser.keep_alive:
+            self.discard(conn)
+            return
+        now = monotonic()
         with self._lock:
             if self._closed:
                 self._count -= 1
@@ -258,7 +314,7 @@ class _Pool:
             conn.close()
 
 
-class HTTPTransport:
+class HTTPTransport(PooledTransport[_Pool], ClosesOnExit):
     """The default synchronous HTTP/1.1 transport: stdlib sockets, keep-alive, pooled.
 
     One instance is meant to be shared by all threads of a program: it keeps up to
@@ -297,87 +353,11 @@ class HTTPTransport:
             assert response.status == 200
     """
 
-    def __init__(
-        self,
-        url: str | None = None,
-        *,
-        timeout: float | None = 60.0,
-        connect_timeout: float | None = 10.0,
-        max_connections: int = 16,
-        verify: bool = True,
-        ca_file: StrPath | None = None,
-        ca_dir: StrPath | None = None,
-        cert_file: StrPath | None = None,
-        key_file: StrPath | None = None,
-        key_password: str | None = None,
-        ssl_context: ssl.SSLContext | None = None,
-        server_hostname: str | None = None,
-        max_header_size: int = DEFAULT_MAX_HEADER_SIZE,
-        max_response_size: int | None = None,
-    ) -> None:
-        if max_connections < 1:
-            raise InvalidInputError("max_connections must be at least 1", value=max_connections)
-        self._timeout = timeout
-        self._connect_timeout = connect_timeout
-        self._max_connections = max_connections
-        self._max_header_size = max_header_size
-        self._max_response_size = check_max_response_size(max_response_size)
-        self._server_hostname = server_hostname
-        self._ssl_context = ssl_context
-        # Built on first https use, so that plain-http users never load a trust store.
-        self._make_ssl_context: Callable[[], ssl.SSLContext] = lambda: make_ssl_context(
-            verify=verify,
-            ca_file=ca_file,
-            ca_dir=ca_dir,
-            cert_file=cert_file,
-            key_file=key_file,
-            key_password=key_password,
-        )
-        self._pools: dict[tuple[bool, str, int], _Pool] = {}
-        self._lock = threading.Lock()
-        self._closed = False
-        self._pool: _Pool | None = None
-        if url is not None:
-            origin, path = parse_origin(url)
-            if path != "/":
-                raise InvalidInputError(
-                    f"the transport URL must not have a path or query ({url!r}); "
-                    "put base paths in the request target",
-                    value=url,
-                )
-            self._pool = self._get_pool(origin)
-
-    # -- public API --------------------------------------------------------------------------
-
     def handle_request(self, request: HTTPRequest) -> HTTPResponse:
         """Send ``request`` and return the complete (decompressed) response."""
-        timeout = self._timeout if request.timeout is None else request.timeout
-        deadline = deadline_after(timeout, monotonic())
-        target = request.target
-        pool = self._pool
-        if pool is None or target[:1] != "/":
-            pool, target = self._route(target)
-        body = request.body
-        length = body_length(body) if body else 0
-        head = serialize_head(
-            request.method, target, pool.origin.host_header, request.headers, length
-        )
-        conn = self._exchange(pool, head, body, length, request.method == "HEAD", deadline, False)
-        parser = conn.parser
-        status = parser.status
-        headers = parser.headers
-        reason = parser.reason
-        data = parser.body
-        # A pooled connection must not keep the last (maybe huge) body alive until reused.
-        parser.body = bytearray()
-        if parser.keep_alive:
-            pool.checkin(conn, monotonic())
-        else:
-            pool.discard(conn)
-        encoding = headers.get("content-encoding")
-        if encoding is not None:
-            data = decode_body(data, encoding, self._max_response_size)
-        return HTTPResponse(status, headers, data, reason)
+        pool, outgoing, deadline, _ = self._start(request, monotonic())
+        conn = self._exchange(pool, outgoing, deadline, False)
+        return self._finish(pool, conn, conn.parser)
 
     @contextmanager
     def stream(self, request: HTTPRequest) -> Iterator[_StreamingResponse]:
@@ -394,20 +374,13 @@ class HTTPTransport:
                 for piece in response.iter_bytes():
                     print(piece)
         """
-        timeout = self._timeout if request.timeout is None else request.timeout
-        deadline = deadline_after(timeout, monotonic())
-        pool, target = self._route(request.target)
-        body = request.body
-        length = body_length(body) if body else 0
-        head = serialize_head(
-            request.method, target, pool.origin.host_header, request.headers, length
-        )
-        conn = self._exchange(pool, head, body, length, request.method == "HEAD", deadline, True)
-        response = _StreamingResponse(self, pool, conn, timeout)
+        pool, outgoing, deadline, timeout = self._start(request, monotonic())
+        conn = self._exchange(pool, outgoing, deadline, True)
+        response = _StreamingResponse(pool, conn, conn.parser, timeout)
         try:
             yield response
         finally:
-            response._release()
+            response.close()
 
     def close(self) -> None:
         """Close all pooled connections. Connections in use are closed when they come back."""
@@ -417,88 +390,27 @@ class HTTPTransport:
         for pool in pools:
             pool.close()
 
-    def __enter__(self) -> HTTPTransport:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
-
-    def __repr__(self) -> str:
-        where = self._pool.origin.url if self._pool is not None else "no default origin"
-        return f"<HTTPTransport {where}>"
-
     # -- internals ---------------------------------------------------------------------------
 
-    def _get_pool(self, origin: Origin) -> _Pool:
-        key = origin.key()
-        with self._lock:
-            if self._closed:
-                raise TransportError("the transport is closed", url=origin.url)
-            pool = self._pools.get(key)
-            if pool is None:
-                ctx = None
-                if origin.tls:
-                    ctx = self._ssl_context
-                    if ctx is None:
-                        ctx = self._ssl_context = self._make_ssl_context()
-                pool = _Pool(origin, self._max_connections, ctx, self._server_hostname)
-                self._pools[key] = pool
-            return pool
-
-    def _route(self, target: str) -> tuple[_Pool, str]:
-        if target[:1] == "/":
-            pool = self._pool
-            if pool is None:
-                raise InvalidInputError(
-                    "this transport has no URL: request targets must be absolute URLs",
-                    value=target,
-                )
-            return pool, target
-        origin, path = parse_origin(target)
-        return self._get_pool(origin), path
+    def _new_pool(self, origin: Origin) -> _Pool:
+        return _Pool(origin, self._max_connections)
 
     def _connect(self, pool: _Pool, deadline: float | None) -> _Connection:
         origin = pool.origin
-        timeout = self._connect_timeout
-        if deadline is not None:
-            remaining = deadline - monotonic()
-            if remaining <= 0:
-                raise DeadlineExceededError("request timed out", url=origin.url)
-            timeout = remaining if timeout is None else min(timeout, remaining)
+        timeout = connect_timeout(self._connect_timeout, deadline, monotonic(), url=origin.url)
         try:
             sock = socket.create_connection((origin.host, origin.port), timeout)
-        except TimeoutError as exc:
-            raise DeadlineExceededError(f"timed out connecting to {origin.url}") from exc
-        except socket.gaierror as exc:
-            raise TransportError(
-                f"cannot resolve host {origin.host!r}: {exc.strerror}", url=origin.url
-            ) from exc
         except OSError as exc:
-            raise TransportError(f"cannot connect: {exc.strerror or exc}", url=origin.url) from exc
+            raise connect_error(exc, origin) from exc
         try:
             # Small requests must not wait for Nagle's algorithm to coalesce them.
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            if pool.ssl_context is not None:
-                sock = pool.ssl_context.wrap_socket(
-                    sock, server_hostname=pool.server_hostname or origin.host
-                )
-        except ssl.SSLCertVerificationError as exc:
+            ctx = self._tls_context(origin)
+            if ctx is not None:
+                sock = ctx.wrap_socket(sock, server_hostname=self._server_hostname or origin.host)
+        except OSError as exc:  # ssl.SSLError included
             sock.close()
-            raise TransportError(
-                f"TLS certificate verification failed: {exc.verify_message or exc}",
-                url=origin.url,
-            ) from exc
-        except TimeoutError as exc:
-            sock.close()
-            raise DeadlineExceededError("timed out in the TLS handshake", url=origin.url) from exc
-        except (ssl.SSLError, OSError) as exc:
-            sock.close()
-            raise TransportError(f"TLS handshake failed: {exc}", url=origin.url) from exc
+            raise connect_error(exc, origin, handshake=True) from exc
         return _Connection(
             sock, origin.tls, timeout, self._max_header_size, self._max_response_size
         )
@@ -506,16 +418,13 @@ class HTTPTransport:
     def _exchange(
         self,
         pool: _Pool,
-        head: bytes,
-        body: Sequence[BytesLike],
-        length: int,
-        head_request: bool,
+        outgoing: OutgoingRequest,
         deadline: float | None,
         stream: bool,
     ) -> _Connection:
         """Send the request and receive the response (or only its head when ``stream``).
 
-        Returns the connection; the caller checks it back in or discards it. A pooled connection
+        Returns the connection, for the caller to release to ``pool``. A pooled connection
         that turns out to be closed before any response byte arrived is replaced once.
         """
         conn = pool.checkout(deadline)
@@ -527,193 +436,37 @@ class HTTPTransport:
             ):
                 conn.close()
                 conn = None
-            if conn is None:
-                conn = self._connect(pool, deadline)
-            try:
-                self._roundtrip(conn, head, body, length, head_request, deadline, stream)
-            except _NoResponse as exc:
-                if not conn.reused:
-                    raise TransportError(
-                        "the server closed the connection without sending a response",
-                        url=pool.origin.url,
-                    ) from exc.__cause__
+            while True:
+                if conn is None:
+                    conn = self._connect(pool, deadline)
+                try:
+                    conn.roundtrip(outgoing, deadline, stream)
+                    return conn
+                except NoResponse as exc:
+                    exc.check_retry(conn.reused, pool.origin.url)
                 # A keep-alive connection the server had already closed: one fresh try.
                 conn.close()
                 conn = None
-                conn = self._connect(pool, deadline)
-                try:
-                    self._roundtrip(conn, head, body, length, head_request, deadline, stream)
-                except _NoResponse as exc2:
-                    raise TransportError(
-                        "the server closed the connection without sending a response",
-                        url=pool.origin.url,
-                    ) from exc2.__cause__
-            return conn
         except BaseException:
             pool.discard(conn)
             raise
 
-    def _roundtrip(
-        self,
-        conn: _Connection,
-        head: bytes,
-        body: Sequence[BytesLike],
-        length: int,
-        head_request: bool,
-        deadline: float | None,
-        stream: bool,
-    ) -> None:
-        parser = conn.parser
-        parser.start(head_request=head_request, stream=stream)
-        try:
-            self._send(conn, head, body, length, deadline)
-        except _LOST as exc:
-            # The server may have answered early (e.g. 413) and closed: read what it sent.
-            try:
-                self._receive(conn, deadline, stream)
-            except _NoResponse:
-                if conn.reused:
-                    raise _NoResponse from exc  # stale keep-alive connection: retried
-                raise TransportError(f"connection lost while sending the request: {exc}") from exc
-            # Errors after some response bytes propagate as they are: never retried.
-            parser.keep_alive = False  # the request was not sent whole
-            return
-        self._receive(conn, deadline, stream)
 
-    def _send(
-        self,
-        conn: _Connection,
-        head: bytes,
-        body: Sequence[BytesLike],
-        length: int,
-        deadline: float | None,
-    ) -> None:
-        conn.arm(deadline, True)
-        sock = conn.sock
-        try:
-            if not body:
-                sock.sendall(head)
-            elif conn.tls or not HAS_SENDMSG:
-                if length <= _TLS_COALESCE:
-                    # One TLS record instead of one per buffer; only small bodies are joined.
-                    sock.sendall(head + b"".join(body))
-                else:
-                    sock.sendall(head)
-                    for part in body:
-                        self._send_sliced(conn, part, deadline)
-            else:
-                total = len(head) + length
-                sent = sock.sendmsg([head, *body]) if len(body) < IOV_MAX else 0
-                if sent != total:
-                    sendmsg_rest(
-                        sock.sendmsg, [head, *body], sent, lambda: conn.arm(deadline, True)
-                    )
-        except (TimeoutError, BlockingIOError) as exc:  # BlockingIOError: SO_SNDTIMEO expired
-            raise DeadlineExceededError("request timed out while sending") from exc
-        except (TypeError, BufferError) as exc:
-            raise InvalidInputError(
-                f"request body parts must be contiguous bytes-like objects: {exc}"
-            ) from exc
-        except _LOST:
-            raise
-        except (OSError, ssl.SSLError) as exc:
-            raise TransportError(f"cannot send the request: {exc}") from exc
-
-    def _send_sliced(self, conn: _Connection, part: BytesLike, deadline: float | None) -> None:
-        with memoryview(part) as view, view.cast("B") as data:
-            for offset in range(0, len(data), _TLS_SLICE):
-                conn.arm(deadline, True)
-                conn.sock.sendall(data[offset : offset + _TLS_SLICE])
-
-    def _receive(self, conn: _Connection, deadline: float | None, head_only: bool) -> None:
-        """Receive until the response is complete (``head_only``: until its head is parsed)."""
-        parser = conn.parser
-        recv_into = conn.sock.recv_into
-        arm = conn.arm
-        while True:
-            arm(deadline, False)
-            try:
-                n = recv_into(parser.get_buffer())
-            except (TimeoutError, BlockingIOError) as exc:  # BlockingIOError: SO_RCVTIMEO
-                raise DeadlineExceededError("request timed out waiting for the response") from exc
-            except _LOST as exc:
-                if not parser.got_bytes:
-                    raise _NoResponse from exc
-                raise TransportError(f"connection lost while receiving: {exc}") from exc
-            except (OSError, ssl.SSLError) as exc:
-                raise TransportError(f"cannot receive the response: {exc}") from exc
-            if n:
-                if parser.buffer_updated(n) or (head_only and parser.head_done):
-                    return
-            else:
-                if not parser.got_bytes:
-                    raise _NoResponse
-                parser.eof_received()
-                return
-
-
-class _StreamingResponse:
+class _StreamingResponse(PooledStreamingResponse[_Connection]):
     """A response being received; returned by :meth:`HTTPTransport.stream`."""
 
-    __slots__ = (
-        "_conn",
-        "_decoder",
-        "_pool",
-        "_timeout",
-        "_transport",
-        "headers",
-        "reason",
-        "status",
-    )
-
-    def __init__(
-        self,
-        transport: HTTPTransport,
-        pool: _Pool,
-        conn: _Connection,
-        timeout: float | None,
-    ) -> None:
-        parser = conn.parser
-        self.status: int = parser.status
-        self.headers: Mapping[str, str] = parser.headers
-        self.reason: str = parser.reason
-        self._transport = transport
-        self._pool: _Pool | None = pool
-        self._conn = conn
-        self._timeout = timeout
-        self._decoder = StreamDecoder(parser.headers.get("content-encoding"))
+    __slots__ = ()
 
     def iter_bytes(self) -> Iterator[bytes]:
         """Yield the (decompressed) body in pieces as they arrive."""
-        parser = self._conn.parser
-        decoder = self._decoder
+        body = self._body
         while True:
-            if self._pool is None:
-                raise TransportError("the streamed response is closed")
-            for piece in parser.take_pieces():
-                if decoder.active:
-                    piece = decoder.decode(piece)
-                if piece:
-                    yield piece
-            if parser.done:
-                tail = decoder.flush()
-                if tail:
-                    yield tail
+            self._check_open()
+            yield from body.take()
+            if body.finished:
                 return
-            timeout = self._timeout
-            self._transport._receive(self._conn, deadline_after(timeout, monotonic()), True)
+            self._conn.receive(deadline_after(self._timeout, monotonic()), True)
 
     def read(self) -> bytes:
         """Read the rest of the body."""
         return b"".join(self.iter_bytes())
-
-    def _release(self) -> None:
-        pool = self._pool
-        if pool is None:
-            return
-        self._pool = None
-        parser = self._conn.parser
-        if parser.done and parser.keep_alive:
-            pool.checkin(self._conn, monotonic())
-        else:
-            pool.discard(self._conn)

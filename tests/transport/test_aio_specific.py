@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import socket
-from collections.abc import Callable
+import threading
+from collections.abc import Awaitable, Callable
 
 import pytest
 
@@ -258,18 +259,46 @@ async def test_async_stream_left_early_closes_the_connection(serve: Serve) -> No
     assert server.connections == 2
 
 
+async def _read_stream(url: str, on_first_piece: Callable[[], Awaitable[object]]) -> bytes:
+    """The body of ``GET /`` read with ``astream``; ``on_first_piece`` is awaited while the
+    consumer holds the first piece (the event loop keeps receiving meanwhile)."""
+    got = []
+    request = HTTPRequest("GET", "/")
+    async with AsyncHTTPTransport(url) as transport, transport.astream(request) as response:
+        async for piece in response.aiter_bytes():
+            got.append(piece)
+            if len(got) == 1:
+                await on_first_piece()
+    return b"".join(got)
+
+
 async def test_slow_stream_consumer_gets_everything(serve: Serve) -> None:
     # Many small chunks while the consumer sleeps: reading pauses and resumes.
     pieces = [b"%06d" % i for i in range(3000)]
     server = serve(keep_alive(lambda req, conn: conn.respond_chunked(pieces)))
-    async with AsyncHTTPTransport(server.url) as transport:
-        got = []
-        async with transport.astream(HTTPRequest("GET", "/")) as response:
-            async for piece in response.aiter_bytes():
-                got.append(piece)
-                if len(got) == 1:
-                    await asyncio.sleep(0.3)
-        assert b"".join(got) == b"".join(pieces)
+    assert await _read_stream(server.url, lambda: asyncio.sleep(0.3)) == b"".join(pieces)
+
+
+async def test_stream_end_received_while_the_consumer_holds_a_piece(serve: Serve) -> None:
+    # The rest of the body and its end arrive while the consumer still works on the first
+    # piece: the event loop parses them meanwhile, and none of them may be lost.
+    first_taken = threading.Event()
+    rest_sent = threading.Event()
+
+    def app(request: Request, conn: ServerConn) -> None:
+        conn.send(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nfirst\r\n")
+        first_taken.wait(10)
+        conn.send(b"6\r\nsecond\r\n5\r\nthird\r\n0\r\n\r\n")
+        rest_sent.set()
+
+    async def hold_the_first_piece() -> None:
+        first_taken.set()
+        await asyncio.get_running_loop().run_in_executor(None, rest_sent.wait, 10)
+        for _ in range(5):  # let the event loop read what is already there
+            await asyncio.sleep(0)
+
+    server = serve(keep_alive(app))
+    assert await _read_stream(server.url, hold_the_first_piece) == b"firstsecondthird"
 
 
 async def test_stream_per_read_timeout(serve: Serve) -> None:

@@ -89,6 +89,22 @@ def test_multi_buffer_body_arrives_intact(serve: Serve, make_runner: MakeRunner)
     assert bytes(r.body) == expected
 
 
+@pytest.mark.parametrize(
+    "strided",
+    [
+        memoryview(np.arange(24, dtype=np.int32).reshape(4, 6)[:, ::2]),
+        memoryview(bytes(range(16)))[::2],
+    ],
+    ids=["int32-2d", "bytes-1d"],
+)
+def test_non_contiguous_body_part_is_refused(
+    serve: Serve, make_runner: MakeRunner, strided: memoryview
+) -> None:
+    server = serve(keep_alive(echo_app))
+    with pytest.raises(InvalidInputError, match="contiguous"):
+        make_runner(server.url).request(HTTPRequest("POST", "/echo", body=[b"x", strided]))
+
+
 def test_many_small_buffers(serve: Serve, make_runner: MakeRunner) -> None:
     # More buffers than one sendmsg may carry (IOV_MAX is 1024 on Linux).
     server = serve(keep_alive(echo_app))

@@ -52,7 +52,13 @@ from kserve_v2.h2.connection import (
     StreamReset,
 )
 from kserve_v2.h2.frames import ErrorCode
-from kserve_v2.transport.sockets import CONNECTION_LOST, HAS_SENDMSG, IOV_MAX, sendmsg_rest
+from kserve_v2.transport.sockets import (
+    CONNECTION_LOST,
+    HAS_SENDMSG,
+    IOV_MAX,
+    TLSConfig,
+    sendmsg_rest,
+)
 
 __all__ = [
     "AsyncConnection",
@@ -89,14 +95,8 @@ class ConnectionClosed(ConnectionResetError):
 
 def native_ssl_context(config: ChannelConfig) -> ssl.SSLContext:
     """The TLS context of a ``grpcs://`` channel: verification on, ALPN ``h2``."""
-    try:
-        ctx = ssl.create_default_context(cafile=config.ca_file)
-        if config.cert_file is not None:
-            ctx.load_cert_chain(config.cert_file, config.key_file)
-    except (OSError, ssl.SSLError) as exc:
-        raise InvalidInputError(f"cannot set up TLS: {exc}") from exc
-    ctx.set_alpn_protocols(["h2"])
-    return ctx
+    tls = TLSConfig(ca_file=config.ca_file, cert_file=config.cert_file, key_file=config.key_file)
+    return tls.context(alpn=("h2",))
 
 
 def _option(config: ChannelConfig, name: str) -> int | None:
