@@ -456,18 +456,30 @@ class GRPCBackend:
             "RepositoryModelUnload", request, _nothing, headers=headers, timeout=timeout
         )
 
+    def _region_call(
+        self,
+        method: str,
+        region: str,
+        decode: Callable[[GRPCMessage], T],
+        headers: Headers | None,
+        timeout: float | None,
+    ) -> GRPCCall[T]:
+        """A shared-memory status or unregister call: a request naming one region, or none."""
+        request = getattr(codec.generated(), method + "Request")
+        message = request(name=check_region_name(region, required=False))
+        return self.call(
+            method, message.SerializeToString(), decode, headers=headers, timeout=timeout
+        )
+
     def system_shared_memory_status(
         self, region: str = "", *, headers: Headers | None = None, timeout: float | None = None
     ) -> GRPCCall[list[dict[str, Any]]]:
-        message = codec.generated().SystemSharedMemoryStatusRequest(
-            name=check_region_name(region, required=False)
-        )
-        return self.call(
+        return self._region_call(
             "SystemSharedMemoryStatus",
-            message.SerializeToString(),
+            region,
             extensions.decode_system_shm_status,
-            headers=headers,
-            timeout=timeout,
+            headers,
+            timeout,
         )
 
     def register_system_shared_memory(
@@ -493,29 +505,13 @@ class GRPCBackend:
     def unregister_system_shared_memory(
         self, region: str = "", *, headers: Headers | None = None, timeout: float | None = None
     ) -> GRPCCall[None]:
-        message = codec.generated().SystemSharedMemoryUnregisterRequest(
-            name=check_region_name(region, required=False)
-        )
-        return self.call(
-            "SystemSharedMemoryUnregister",
-            message.SerializeToString(),
-            _nothing,
-            headers=headers,
-            timeout=timeout,
-        )
+        return self._region_call("SystemSharedMemoryUnregister", region, _nothing, headers, timeout)
 
     def cuda_shared_memory_status(
         self, region: str = "", *, headers: Headers | None = None, timeout: float | None = None
     ) -> GRPCCall[list[dict[str, Any]]]:
-        message = codec.generated().CudaSharedMemoryStatusRequest(
-            name=check_region_name(region, required=False)
-        )
-        return self.call(
-            "CudaSharedMemoryStatus",
-            message.SerializeToString(),
-            extensions.decode_cuda_shm_status,
-            headers=headers,
-            timeout=timeout,
+        return self._region_call(
+            "CudaSharedMemoryStatus", region, extensions.decode_cuda_shm_status, headers, timeout
         )
 
     def register_cuda_shared_memory(
@@ -543,16 +539,7 @@ class GRPCBackend:
     def unregister_cuda_shared_memory(
         self, region: str = "", *, headers: Headers | None = None, timeout: float | None = None
     ) -> GRPCCall[None]:
-        message = codec.generated().CudaSharedMemoryUnregisterRequest(
-            name=check_region_name(region, required=False)
-        )
-        return self.call(
-            "CudaSharedMemoryUnregister",
-            message.SerializeToString(),
-            _nothing,
-            headers=headers,
-            timeout=timeout,
-        )
+        return self._region_call("CudaSharedMemoryUnregister", region, _nothing, headers, timeout)
 
     def trace_settings(
         self, model: str = "", *, headers: Headers | None = None, timeout: float | None = None
