@@ -97,6 +97,13 @@ SUBSTITUTIONS: list[tuple[re.Pattern[str], str]] = [
             ("kserve_v2.grpc.stream_aio", "kserve_v2.grpc.stream_sync"),
             ("AsyncGRPCStream", "GRPCStream"),
             ("AsyncStreamRequest", "StreamRequest"),
+            # kserve_v2.compat
+            ("kserve_v2.compat._client_aio", "kserve_v2.compat._client_sync"),
+            ("AsyncCompatClient", "CompatClient"),
+            ("kserve_v2.compat.http._methods_aio", "kserve_v2.compat.http._methods_sync"),
+            ("AsyncHTTPMethods", "HTTPMethods"),
+            ("kserve_v2.compat.grpc._methods_aio", "kserve_v2.compat.grpc._methods_sync"),
+            ("AsyncGRPCMethods", "GRPCMethods"),
         ]
     ),
 ]
@@ -159,6 +166,14 @@ See :mod:`kserve_v2.grpc.stream` for how streams work.
             ),
         ],
     ),
+]
+
+
+#: The compat layer's generated modules: their first sentences say "asyncio".
+_COMPAT_PROSE = [("The asyncio", "The synchronous")]
+PAIRS += [
+    Pair(f"kserve_v2/compat/{name}_aio.py", f"kserve_v2/compat/{name}_sync.py", _COMPAT_PROSE)
+    for name in ("_client", "http/_methods", "grpc/_methods")
 ]
 
 

@@ -36,7 +36,9 @@ __all__ = [
     "PluginHost",
     "Request",
     "callback_failed",
+    "INFER_ARGUMENTS",
     "infer_arguments",
+    "infer_arguments_of",
     "query_arguments",
     "raw_cuda_handle",
     "translate",
@@ -345,15 +347,15 @@ class InferRequestedOutputBase:
 
 def infer_arguments(
     inputs: Sequence[InferInputBase],
-    outputs: Sequence[InferRequestedOutputBase] | None,
-    model_version: str | int,
-    request_id: str,
-    sequence_id: int | str,
-    sequence_start: bool,
-    sequence_end: bool,
-    priority: int,
-    timeout: int | None,
-    parameters: Mapping[str, Any] | None,
+    outputs: Sequence[InferRequestedOutputBase] | None = None,
+    model_version: str | int = "",
+    request_id: str = "",
+    sequence_id: int | str = 0,
+    sequence_start: bool = False,
+    sequence_end: bool = False,
+    priority: int = 0,
+    timeout: int | None = None,
+    parameters: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The native ``infer`` / ``stream.send`` keywords for tritonclient's infer arguments.
 
@@ -377,6 +379,33 @@ def infer_arguments(
         "priority": priority or None,
         "timeout_us": timeout,
     }
+
+
+#: The names of tritonclient's infer arguments (those of :func:`infer_arguments`).
+INFER_ARGUMENTS = (
+    "inputs",
+    "outputs",
+    "model_version",
+    "request_id",
+    "sequence_id",
+    "sequence_start",
+    "sequence_end",
+    "priority",
+    "timeout",
+    "parameters",
+)
+
+
+def infer_arguments_of(values: Mapping[str, Any]) -> dict[str, Any]:
+    """:func:`infer_arguments` for the infer arguments found in ``values`` (the ``locals()``
+    of a tritonclient method, or a ``stream_infer`` request dict); the others default.
+
+    Example::
+
+        def infer(self, model_name, inputs, model_version="", outputs=None, ...):
+            kwargs = infer_arguments_of(locals())
+    """
+    return infer_arguments(**{key: values[key] for key in INFER_ARGUMENTS if key in values})
 
 
 def raw_cuda_handle(raw_handle: bytes | str) -> bytes:

@@ -25,35 +25,24 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from types import ModuleType, TracebackType
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
-from kserve_v2.client.sync import Client
 from kserve_v2.compat._base import (
     InferenceServerClientPlugin,
-    PluginHost,
     Request,
     callback_failed,
-    infer_arguments,
-    raw_cuda_handle,
     translate,
     translated,
 )
+from kserve_v2.compat.grpc._methods_sync import GRPCMethods
 from kserve_v2.compat.grpc._shared import (
     InferInput,
     InferRequestedOutput,
     InferResult,
     KeepAliveOptions,
-    client_options,
-    config_message,
-    cuda_shm_status_message,
-    log_settings_message,
-    model_metadata_message,
-    reply,
-    repository_index_message,
-    server_metadata_message,
-    statistics_message,
-    system_shm_status_message,
-    trace_settings_message,
+    StreamRequests,
+    stream_ends,
+    stream_options,
 )
 from kserve_v2.compat.utils import (
     InferenceServerException,
@@ -64,12 +53,11 @@ from kserve_v2.compat.utils import (
     serialized_byte_size,
     triton_to_np_dtype,
 )
-from kserve_v2.errors import KServeError, ServerError
+from kserve_v2.errors import KServeError
 from kserve_v2.grpc.codec import generated
 
 if TYPE_CHECKING:
     from kserve_v2.grpc.stream import GRPCStream
-    from kserve_v2.messages import InferResult as NativeResult
 
 __all__ = [
     "CallContext",
@@ -89,7 +77,6 @@ __all__ = [
     "triton_to_np_dtype",
 ]
 
-T = TypeVar("T")
 Callback = Callable[[Any, Any], None]
 
 #: Threads that run ``async_infer`` requests of one client (each holds one native connection
@@ -135,52 +122,26 @@ class _CallbackStream:
         self._idle = True
         self._stopping = False
         self._dead = False
-        # Requests that did not ask for Triton's empty final response, and ids made up here
-        # (shown as "" to the callback, as tritonclient sends no id then).
-        self._hide_empty_final: set[str] = set()
-        self._made_up: set[str] = set()
-        self._ids = 0
+        self._requests = StreamRequests()
         self._thread = threading.Thread(
             target=self._dispatch, name="kserve-v2 compat stream callback", daemon=True
         )
         self._thread.start()
 
     def send(self, model_name: str, enable_empty_final_response: bool, **kw: Any) -> None:
-        request_id = kw.pop("request_id")
         with self._cond:
             if self._dead or self._stopping:
                 raise InferenceServerException(msg="the stream is closed")
-            made_up = not request_id
-            if made_up:
-                self._ids += 1
-                request_id = f"kserve-v2-compat-{self._ids}"
-                self._made_up.add(request_id)
-            if not enable_empty_final_response:
-                self._hide_empty_final.add(request_id)
+            request_id = self._requests.add(kw.pop("request_id"), enable_empty_final_response)
         try:
             self._stream.send(model_name, request_id=request_id, **kw)
         except BaseException:
             with self._cond:
-                self._made_up.discard(request_id)
-                self._hide_empty_final.discard(request_id)
+                self._requests.discard(request_id)
             raise
         with self._cond:
             self._sent += 1
             self._cond.notify_all()
-
-    def _deliver(self, result: NativeResult) -> None:
-        request_id = result.id
-        with self._cond:
-            hide = request_id in self._hide_empty_final
-            made_up = request_id in self._made_up
-            if result.final:
-                self._hide_empty_final.discard(request_id)
-                self._made_up.discard(request_id)
-        if hide and result.final and not result.outputs:
-            return
-        if made_up:
-            result = _without_id(result)
-        self._call(InferResult(result), None)
 
     def _call(self, result: InferResult | None, error: InferenceServerException | None) -> None:
         try:
@@ -200,12 +161,14 @@ class _CallbackStream:
                 self._taken = self._sent
                 self._idle = False
             try:
-                for result in self._stream:
-                    self._deliver(result)
+                for native in self._stream:
+                    with self._cond:
+                        result = self._requests.shown(native)
+                    if result is not None:
+                        self._call(result, None)
             except KServeError as exc:
                 self._call(None, translate(exc, "grpc"))
-                per_request = isinstance(exc, ServerError) and exc.grpc_code is None
-                if not per_request or self._grpc_error_mode:
+                if stream_ends(exc, self._grpc_error_mode):
                     with self._cond:
                         self._dead = True
                         self._idle = True
@@ -235,13 +198,7 @@ class _CallbackStream:
             self._thread.join()
 
 
-def _without_id(result: NativeResult) -> NativeResult:
-    from dataclasses import replace
-
-    return replace(result, id="")
-
-
-class InferenceServerClient(PluginHost):
+class InferenceServerClient(GRPCMethods):
     """A client for Triton's gRPC endpoint (``url`` is ``host:port``, no scheme).
 
     Args:
@@ -254,32 +211,7 @@ class InferenceServerClient(PluginHost):
         channel_args: grpcio channel arguments, ``[(name, value), ...]``.
     """
 
-    def __init__(
-        self,
-        url: str,
-        verbose: bool = False,
-        ssl: bool = False,
-        root_certificates: str | None = None,
-        private_key: str | None = None,
-        certificate_chain: str | None = None,
-        creds: Any = None,
-        keepalive_options: KeepAliveOptions | None = None,
-        channel_args: Sequence[tuple[str, Any]] | None = None,
-    ) -> None:
-        self._verbose = verbose
-        options = client_options(
-            url,
-            verbose,
-            ssl,
-            root_certificates,
-            private_key,
-            certificate_chain,
-            creds,
-            keepalive_options,
-            channel_args,
-        )
-        with translated("grpc"):
-            self._client = Client(**options)
+    def _opened(self) -> None:
         self._lock = threading.Lock()
         self._executor: ThreadPoolExecutor | None = None
         self._stream: _CallbackStream | None = None
@@ -317,371 +249,7 @@ class InferenceServerClient(PluginHost):
     ) -> None:
         self.close()
 
-    def _run(self, method: Callable[..., T], *args: Any, **kw: Any) -> T:
-        with translated("grpc"):
-            result = method(*args, **kw)
-        if self._verbose:
-            print(result)
-        return result
-
-    # -- health and metadata -----------------------------------------------------------------
-
-    def is_server_live(
-        self, headers: Mapping[str, str] | None = None, client_timeout: float | None = None
-    ) -> bool:
-        """Whether the server is live."""
-        return self._run(
-            self._client.is_server_live, headers=self._headers(headers), timeout=client_timeout
-        )
-
-    def is_server_ready(
-        self, headers: Mapping[str, str] | None = None, client_timeout: float | None = None
-    ) -> bool:
-        """Whether the server is ready."""
-        return self._run(
-            self._client.is_server_ready, headers=self._headers(headers), timeout=client_timeout
-        )
-
-    def is_model_ready(
-        self,
-        model_name: str,
-        model_version: str = "",
-        headers: Mapping[str, str] | None = None,
-        client_timeout: float | None = None,
-    ) -> bool:
-        """Whether the model (version) is ready."""
-        return self._run(
-            self._client.is_model_ready,
-            model_name,
-            model_version,
-            headers=self._headers(headers),
-            timeout=client_timeout,
-        )
-
-    def get_server_metadata(
-        self,
-        headers: Mapping[str, str] | None = None,
-        as_json: bool = False,
-        client_timeout: float | None = None,
-    ) -> Any:
-        """``ServerMetadataResponse``."""
-        metadata = self._run(
-            self._client.server_metadata, headers=self._headers(headers), timeout=client_timeout
-        )
-        return reply(server_metadata_message(metadata), as_json)
-
-    def get_model_metadata(
-        self,
-        model_name: str,
-        model_version: str = "",
-        headers: Mapping[str, str] | None = None,
-        as_json: bool = False,
-        client_timeout: float | None = None,
-    ) -> Any:
-        """``ModelMetadataResponse``."""
-        metadata = self._run(
-            self._client.model_metadata,
-            model_name,
-            model_version,
-            headers=self._headers(headers),
-            timeout=client_timeout,
-        )
-        return reply(model_metadata_message(metadata), as_json)
-
-    def get_model_config(
-        self,
-        model_name: str,
-        model_version: str = "",
-        headers: Mapping[str, str] | None = None,
-        as_json: bool = False,
-        client_timeout: float | None = None,
-    ) -> Any:
-        """``ModelConfigResponse``."""
-        config = self._run(
-            self._client.model_config,
-            model_name,
-            model_version,
-            headers=self._headers(headers),
-            timeout=client_timeout,
-        )
-        return reply(config_message(config), as_json)
-
-    # -- repository --------------------------------------------------------------------------
-
-    def get_model_repository_index(
-        self,
-        headers: Mapping[str, str] | None = None,
-        as_json: bool = False,
-        client_timeout: float | None = None,
-    ) -> Any:
-        """``RepositoryIndexResponse``."""
-        models = self._run(
-            self._client.repository_index, headers=self._headers(headers), timeout=client_timeout
-        )
-        return reply(repository_index_message(models), as_json)
-
-    def load_model(
-        self,
-        model_name: str,
-        headers: Mapping[str, str] | None = None,
-        config: str | None = None,
-        files: Mapping[str, bytes] | None = None,
-        client_timeout: float | None = None,
-    ) -> None:
-        """Load (or reload) a model, optionally with a configuration (JSON text) and its
-        files (``{"file:1/model.py": bytes}``)."""
-        self._run(
-            self._client.load_model,
-            model_name,
-            config=config,
-            files=files,
-            headers=self._headers(headers),
-            timeout=client_timeout,
-        )
-
-    def unload_model(
-        self,
-        model_name: str,
-        headers: Mapping[str, str] | None = None,
-        unload_dependents: bool = False,
-        client_timeout: float | None = None,
-    ) -> None:
-        """Unload a model (and, with ``unload_dependents``, the models loaded with it)."""
-        self._run(
-            self._client.unload_model,
-            model_name,
-            unload_dependents=unload_dependents,
-            headers=self._headers(headers),
-            timeout=client_timeout,
-        )
-
-    # -- statistics, trace and log settings --------------------------------------------------
-
-    def get_inference_statistics(
-        self,
-        model_name: str = "",
-        model_version: str = "",
-        headers: Mapping[str, str] | None = None,
-        as_json: bool = False,
-        client_timeout: float | None = None,
-    ) -> Any:
-        """``ModelStatisticsResponse``."""
-        statistics = self._run(
-            self._client.model_statistics,
-            model_name,
-            model_version,
-            headers=self._headers(headers),
-            timeout=client_timeout,
-        )
-        return reply(statistics_message(statistics), as_json)
-
-    def update_trace_settings(
-        self,
-        model_name: str | None = None,
-        settings: Mapping[str, Any] = {},  # tritonclient's default; never changed
-        headers: Mapping[str, str] | None = None,
-        as_json: bool = False,
-        client_timeout: float | None = None,
-    ) -> Any:
-        """Change trace settings; ``TraceSettingResponse`` with the settings in force."""
-        current = self._run(
-            self._client.update_trace_settings,
-            settings,
-            model_name or "",
-            headers=self._headers(headers),
-            timeout=client_timeout,
-        )
-        return reply(trace_settings_message(current), as_json)
-
-    def get_trace_settings(
-        self,
-        model_name: str | None = None,
-        headers: Mapping[str, str] | None = None,
-        as_json: bool = False,
-        client_timeout: float | None = None,
-    ) -> Any:
-        """``TraceSettingResponse``."""
-        current = self._run(
-            self._client.trace_settings,
-            model_name or "",
-            headers=self._headers(headers),
-            timeout=client_timeout,
-        )
-        return reply(trace_settings_message(current), as_json)
-
-    def update_log_settings(
-        self,
-        settings: Mapping[str, Any],
-        headers: Mapping[str, str] | None = None,
-        as_json: bool = False,
-        client_timeout: float | None = None,
-    ) -> Any:
-        """Change log settings; ``LogSettingsResponse`` with the settings in force."""
-        current = self._run(
-            self._client.update_log_settings,
-            settings,
-            headers=self._headers(headers),
-            timeout=client_timeout,
-        )
-        return reply(log_settings_message(current), as_json)
-
-    def get_log_settings(
-        self,
-        headers: Mapping[str, str] | None = None,
-        as_json: bool = False,
-        client_timeout: float | None = None,
-    ) -> Any:
-        """``LogSettingsResponse``."""
-        current = self._run(
-            self._client.log_settings, headers=self._headers(headers), timeout=client_timeout
-        )
-        return reply(log_settings_message(current), as_json)
-
-    # -- shared memory -----------------------------------------------------------------------
-
-    def get_system_shared_memory_status(
-        self,
-        region_name: str = "",
-        headers: Mapping[str, str] | None = None,
-        as_json: bool = False,
-        client_timeout: float | None = None,
-    ) -> Any:
-        """``SystemSharedMemoryStatusResponse``."""
-        regions = self._run(
-            self._client.system_shared_memory_status,
-            region_name,
-            headers=self._headers(headers),
-            timeout=client_timeout,
-        )
-        return reply(system_shm_status_message(regions), as_json)
-
-    def register_system_shared_memory(
-        self,
-        name: str,
-        key: str,
-        byte_size: int,
-        offset: int = 0,
-        headers: Mapping[str, str] | None = None,
-        client_timeout: float | None = None,
-    ) -> None:
-        """Register ``byte_size`` bytes at ``offset`` of the shared-memory object ``key``."""
-        self._run(
-            self._client.register_system_shared_memory,
-            name,
-            key,
-            byte_size,
-            offset=offset,
-            headers=self._headers(headers),
-            timeout=client_timeout,
-        )
-
-    def unregister_system_shared_memory(
-        self,
-        name: str = "",
-        headers: Mapping[str, str] | None = None,
-        client_timeout: float | None = None,
-    ) -> None:
-        """Unregister a system region (every one when ``name`` is empty)."""
-        self._run(
-            self._client.unregister_system_shared_memory,
-            name,
-            headers=self._headers(headers),
-            timeout=client_timeout,
-        )
-
-    def get_cuda_shared_memory_status(
-        self,
-        region_name: str = "",
-        headers: Mapping[str, str] | None = None,
-        as_json: bool = False,
-        client_timeout: float | None = None,
-    ) -> Any:
-        """``CudaSharedMemoryStatusResponse``."""
-        regions = self._run(
-            self._client.cuda_shared_memory_status,
-            region_name,
-            headers=self._headers(headers),
-            timeout=client_timeout,
-        )
-        return reply(cuda_shm_status_message(regions), as_json)
-
-    def register_cuda_shared_memory(
-        self,
-        name: str,
-        raw_handle: bytes,
-        device_id: int,
-        byte_size: int,
-        headers: Mapping[str, str] | None = None,
-        client_timeout: float | None = None,
-    ) -> None:
-        """Register GPU memory by its CUDA IPC handle, base64-encoded as
-        ``cuda_shared_memory.get_raw_handle`` returns it."""
-        self._run(
-            self._client.register_cuda_shared_memory,
-            name,
-            raw_cuda_handle(raw_handle),
-            device_id,
-            byte_size,
-            headers=self._headers(headers),
-            timeout=client_timeout,
-        )
-
-    def unregister_cuda_shared_memory(
-        self,
-        name: str = "",
-        headers: Mapping[str, str] | None = None,
-        client_timeout: float | None = None,
-    ) -> None:
-        """Unregister a CUDA region (every one when ``name`` is empty)."""
-        self._run(
-            self._client.unregister_cuda_shared_memory,
-            name,
-            headers=self._headers(headers),
-            timeout=client_timeout,
-        )
-
-    # -- inference ---------------------------------------------------------------------------
-
-    def infer(
-        self,
-        model_name: str,
-        inputs: Sequence[InferInput],
-        model_version: str = "",
-        outputs: Sequence[InferRequestedOutput] | None = None,
-        request_id: str = "",
-        sequence_id: int | str = 0,
-        sequence_start: bool = False,
-        sequence_end: bool = False,
-        priority: int = 0,
-        timeout: int | None = None,
-        client_timeout: float | None = None,
-        headers: Mapping[str, str] | None = None,
-        compression_algorithm: str | None = None,
-        parameters: Mapping[str, Any] | None = None,
-    ) -> InferResult:
-        """Run one inference (``timeout``: the server-side timeout in microseconds;
-        ``client_timeout``: the call's deadline in seconds)."""
-        with translated("grpc"):
-            kwargs = infer_arguments(
-                inputs,
-                outputs,
-                model_version,
-                request_id,
-                sequence_id,
-                sequence_start,
-                sequence_end,
-                priority,
-                timeout,
-                parameters,
-            )
-            result = self._client.infer(
-                model_name,
-                headers=self._headers(headers),
-                timeout=client_timeout,
-                compression=compression_algorithm,
-                **kwargs,
-            )
-        return InferResult(result)
+    # -- inference on a thread pool ----------------------------------------------------------
 
     def async_infer(
         self,
@@ -707,19 +275,7 @@ class InferenceServerClient(PluginHost):
         The request's arguments are checked (and its inputs captured) here, so the input
         objects may be reused at once.
         """
-        with translated("grpc"):
-            kwargs = infer_arguments(
-                inputs,
-                outputs,
-                model_version,
-                request_id,
-                sequence_id,
-                sequence_start,
-                sequence_end,
-                priority,
-                timeout,
-                parameters,
-            )
+        kwargs = self._infer_arguments(locals())
         call_headers = self._headers(headers)
         client = self._client
 
@@ -768,8 +324,7 @@ class InferenceServerClient(PluginHost):
 
         A ``triton_grpc_error: true`` header makes Triton end the stream at the first error.
         """
-        call_headers = self._headers(headers) or {}
-        grpc_error = str(call_headers.pop("triton_grpc_error", "")).lower() == "true"
+        options = stream_options(self._headers(headers), stream_timeout, compression_algorithm)
         with self._lock:
             if self._stream is not None:
                 raise InferenceServerException(
@@ -777,14 +332,8 @@ class InferenceServerClient(PluginHost):
                     "'InferenceServerClient' supports one active stream at a time"
                 )
             with translated("grpc"):
-                stream = self._client.stream(
-                    headers=call_headers or None,
-                    timeout=stream_timeout,
-                    compression=compression_algorithm,
-                    enable_empty_final_response=True,  # shown per request, as asked
-                    triton_grpc_error=grpc_error,
-                )
-            self._stream = _CallbackStream(stream, callback, grpc_error)
+                stream = self._client.stream(**options)
+            self._stream = _CallbackStream(stream, callback, options["triton_grpc_error"])
 
     def async_stream_infer(
         self,
@@ -811,19 +360,8 @@ class InferenceServerClient(PluginHost):
             raise InferenceServerException(
                 msg="stream not available, use start_stream() to make one available."
             )
+        kwargs = self._infer_arguments(locals())
         with translated("grpc"):
-            kwargs = infer_arguments(
-                inputs,
-                outputs,
-                model_version,
-                request_id,
-                sequence_id,
-                sequence_start,
-                sequence_end,
-                priority,
-                timeout,
-                parameters,
-            )
             stream.send(model_name, enable_empty_final_response, **kwargs)
 
     def stop_stream(self, cancel_requests: bool = False) -> None:

@@ -4,20 +4,27 @@ native client's results)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any, Final
 
 import numpy.typing as npt
 
 from kserve_v2.compat._base import InferInputBase, InferRequestedOutputBase, translated
+from kserve_v2.compat._client_aio import Protocol
 from kserve_v2.compat.utils import InferenceServerException
 from kserve_v2.datatypes import Datatype, serialize
+from kserve_v2.errors import KServeError, ServerError
 from kserve_v2.grpc.codec import decode_infer_response, generated
 from kserve_v2.messages import InferResult as NativeResult
 from kserve_v2.messages import ModelMetadata, RepositoryModel, ServerMetadata
 from kserve_v2.options import GRPCKeepAlive, TLSOptions
 
 __all__ = [
+    "GRPCProtocol",
+    "StreamRequests",
+    "stream_ends",
+    "stream_options",
     "InferInput",
     "InferRequestedOutput",
     "InferResult",
@@ -40,6 +47,20 @@ _NATIVE_CHANNEL_ARGS: Final = frozenset(
     {"grpc.max_send_message_length", "grpc.max_receive_message_length"}
 )
 _NEVER: Final = 2**31 - 1
+
+
+class GRPCProtocol(Protocol):
+    """gRPC: ``client_timeout`` is the native call's deadline; verbose clients print each
+    result; errors carry the gRPC status."""
+
+    _protocol = "grpc"
+
+    def _native_options(self, method: Callable[..., Any], options: dict[str, Any]) -> None:
+        options["timeout"] = options.pop("client_timeout", None)
+
+    def _returned(self, result: Any) -> None:
+        if self._verbose:
+            print(result)
 
 
 class KeepAliveOptions:
@@ -329,3 +350,74 @@ def log_settings_message(settings: Mapping[str, Any]) -> Any:
         else:
             entry.string_param = str(value)
     return message
+
+
+# -- streams ------------------------------------------------------------------------------
+
+
+def stream_options(
+    headers: dict[str, str] | None,
+    stream_timeout: float | None,
+    compression_algorithm: str | None,
+) -> dict[str, Any]:
+    """The native ``stream()`` keywords for tritonclient's stream arguments (``headers`` as
+    the plugin left them): a ``triton_grpc_error: true`` header becomes the native option.
+    """
+    call_headers = dict(headers or {})
+    grpc_error = str(call_headers.pop("triton_grpc_error", "")).lower() == "true"
+    return {
+        "headers": call_headers or None,
+        "timeout": stream_timeout,
+        "compression": compression_algorithm,
+        "enable_empty_final_response": True,  # shown per request, as asked
+        "triton_grpc_error": grpc_error,
+    }
+
+
+def stream_ends(exc: KServeError, grpc_error_mode: bool) -> bool:
+    """Whether a stream's error ends it: all but a request's own error (which Triton sends
+    as a response) do, and in ``triton_grpc_error`` mode that one too."""
+    per_request = isinstance(exc, ServerError) and exc.grpc_code is None
+    return not per_request or grpc_error_mode
+
+
+class StreamRequests:
+    """The requests of a compat stream: those whose empty final response is hidden, and
+    the ids made up for requests without one (shown as ``""``, as tritonclient has no id).
+
+    Not locked: the sync stream calls it under its condition's lock.
+    """
+
+    def __init__(self) -> None:
+        self._hide_empty_final: set[str] = set()
+        self._made_up: set[str] = set()
+        self._ids = 0
+
+    def add(self, request_id: str, enable_empty_final_response: bool) -> str:
+        """Track a request about to be sent; its id (made up when empty)."""
+        if not request_id:
+            self._ids += 1
+            request_id = f"kserve-v2-compat-{self._ids}"
+            self._made_up.add(request_id)
+        if not enable_empty_final_response:
+            self._hide_empty_final.add(request_id)
+        return request_id
+
+    def discard(self, request_id: str) -> None:
+        """Forget a request that could not be sent."""
+        self._made_up.discard(request_id)
+        self._hide_empty_final.discard(request_id)
+
+    def shown(self, native: NativeResult) -> InferResult | None:
+        """The compat result of a native response, or ``None`` for an empty final response
+        its request did not ask for."""
+        request_id = native.id
+        hide = request_id in self._hide_empty_final
+        made_up = request_id in self._made_up
+        if native.final:
+            self.discard(request_id)
+        if hide and native.final and not native.outputs:
+            return None
+        if made_up:
+            native = replace(native, id="")
+        return InferResult(native)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy.typing as npt
@@ -11,9 +11,11 @@ from kserve_v2.arguments import build_infer_request
 from kserve_v2.compat._base import (
     InferInputBase,
     InferRequestedOutputBase,
-    infer_arguments,
+    infer_arguments_of,
+    query_arguments,
     translated,
 )
+from kserve_v2.compat._client_aio import Protocol
 from kserve_v2.compat.utils import InferenceServerException
 from kserve_v2.datatypes import Datatype, serialized_size, to_json_data
 from kserve_v2.messages import InferResult as NativeResult
@@ -28,6 +30,7 @@ from kserve_v2.rest.codec import (
 from kserve_v2.rest.compression import decompress
 
 __all__ = [
+    "HTTPProtocol",
     "InferInput",
     "InferRequestedOutput",
     "InferResult",
@@ -38,6 +41,16 @@ __all__ = [
     "repository_index_list",
     "server_metadata_dict",
 ]
+
+
+class HTTPProtocol(Protocol):
+    """HTTP: ``query_params`` become the native ``query`` (where the native method takes
+    them); errors carry the HTTP status."""
+
+    _protocol = "http"
+
+    def _native_options(self, method: Callable[..., Any], options: dict[str, Any]) -> None:
+        options.update(query_arguments(method, options.pop("query_params", None)))
 
 
 def base_url(url: str, ssl: bool) -> str:
@@ -233,18 +246,7 @@ def generate_request_body(
     """An inference request body and its JSON header's length (``None`` when the body is
     JSON only), for sending with another HTTP client."""
     with translated("http"):
-        kwargs = infer_arguments(
-            inputs,
-            outputs,
-            "",
-            request_id,
-            sequence_id,
-            sequence_start,
-            sequence_end,
-            priority,
-            timeout,
-            parameters,
-        )
+        kwargs = infer_arguments_of(locals())
         # The model's name is not part of the body: any name passes the checks.
         request = build_infer_request("model", kwargs.pop("inputs"), **kwargs)
         body = encode_infer_request(request)
