@@ -11,6 +11,7 @@ import functools
 import secrets
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -87,6 +88,23 @@ def _register(ctx: Context, region: Any) -> None:
     ctx.equal(response.status, 200, f"register status ({response.body[:200]!r})")
 
 
+@contextmanager
+def _registered_region(ctx: Context, nbytes: int) -> Iterator[Any]:
+    """:func:`_region`, registered over REST (needs the server on this machine)."""
+    ctx.need_local()
+    with _region(ctx, nbytes) as region:
+        _register(ctx, region)
+        yield region
+
+
+def _infer_refused(ctx: Context, parameters: dict[str, Any], **extra: Any) -> None:
+    """An identity_fp32 request whose [1, 2] input has these shared-memory ``parameters`` (and
+    the ``extra`` fields) must be refused with an error object."""
+    item = {"name": "INPUT0", "shape": [1, 2], "datatype": "FP32", **extra}
+    body = {"inputs": [{**item, "parameters": parameters}]}
+    expect_error_object(ctx, ctx.rest("POST", "v2/models/identity_fp32/infer", json_body=body))
+
+
 def _status(ctx: Context, kind: str, region: str = "") -> list[Any]:
     path = f"v2/{kind}sharedmemory" + (f"/region/{region}" if region else "") + "/status"
     body = expect_json(ctx, ctx.rest("GET", path))
@@ -94,19 +112,93 @@ def _status(ctx: Context, kind: str, region: str = "") -> list[Any]:
     return list(body)
 
 
+@dataclass(frozen=True)
+class _Kind:
+    """One of the two shared-memory extensions, as its cases name it."""
+
+    path: str  # the REST path word and the case-id word: "system", "cuda"
+    rpc: str  # the gRPC method prefix: "System", "Cuda"
+    label: str  # how the extension's text names it: "system", "CUDA"
+    extension: str
+
+
+SYSTEM = _Kind("system", "System", "system", SYS)
+CUDA_KIND = _Kind("cuda", "Cuda", "CUDA", CUDA)
+
+
+# The status and unregister-all cases are the same for both kinds; each is registered where its
+# kind's cases stand, so that the reports keep their order.
+
+
+def _rest_status_case(kind: _Kind) -> None:
+    @case(
+        f"rest.shm.{kind.path}.status",
+        f"GET v2/{kind.path}sharedmemory/status answers 200 with an array",
+        STATUS_OK,
+        Level.MUST,
+        protocols=HTTP,
+        extension=kind.extension,
+    )
+    def _(ctx: Context) -> None:
+        _status(ctx, kind.path)
+
+
+def _rest_unregister_all_case(kind: _Kind) -> None:
+    @case(
+        f"rest.shm.{kind.path}.unregister-all",
+        f"POST v2/{kind.path}sharedmemory/unregister answers 200",
+        UNREGISTER_ALL,
+        Level.MUST,
+        protocols=HTTP,
+        extension=kind.extension,
+    )
+    def _(ctx: Context) -> None:
+        response = ctx.rest("POST", f"v2/{kind.path}sharedmemory/unregister")
+        ctx.equal(response.status, 200, "status")
+
+
+def _grpc_status_case(kind: _Kind) -> None:
+    @case(
+        f"grpc.shm.{kind.path}.status",
+        f"{kind.rpc}SharedMemoryStatus answers OK",
+        Spec(
+            SHM,
+            "Status",
+            f"The {kind.label}-shared-memory status API provides information about "
+            f"registered {kind.label} shared-memory regions.",
+        ),
+        Level.MUST,
+        protocols=GRPC,
+        extension=kind.extension,
+    )
+    def _(ctx: Context) -> None:
+        request = getattr(ctx.pb, f"{kind.rpc}SharedMemoryStatusRequest")()
+        ctx.rpc_ok(f"{kind.rpc}SharedMemoryStatus", request)
+
+
+def _grpc_unregister_all_case(kind: _Kind) -> None:
+    @case(
+        f"grpc.shm.{kind.path}.unregister-all",
+        f"{kind.rpc}SharedMemoryUnregister with no name answers OK",
+        Spec(
+            SHM,
+            "Unregister",
+            f"The {kind.label}-shared-memory unregister API provides unregisters a "
+            "shared-memory region from Triton.",
+        ),
+        Level.MUST,
+        protocols=GRPC,
+        extension=kind.extension,
+    )
+    def _(ctx: Context) -> None:
+        request = getattr(ctx.pb, f"{kind.rpc}SharedMemoryUnregisterRequest")()
+        ctx.rpc_ok(f"{kind.rpc}SharedMemoryUnregister", request)
+
+
 # -- system, REST ---------------------------------------------------------------------------------
 
 
-@case(
-    "rest.shm.system.status",
-    "GET v2/systemsharedmemory/status answers 200 with an array",
-    STATUS_OK,
-    Level.MUST,
-    protocols=HTTP,
-    extension=SYS,
-)
-def _(ctx: Context) -> None:
-    _status(ctx, "system")
+_rest_status_case(SYSTEM)
 
 
 @case(
@@ -197,24 +289,12 @@ def _(ctx: Context) -> None:
     models=("identity_fp32",),
 )
 def _(ctx: Context) -> None:
-    ctx.need_local()
-    with _region(ctx, 8) as region:
-        _register(ctx, region)
-        body = {
-            "inputs": [
-                {
-                    "name": "INPUT0",
-                    "shape": [1, 2],
-                    "datatype": "FP32",
-                    "data": [1.0, 2.0],
-                    "parameters": {
-                        "shared_memory_region": region.name,
-                        "shared_memory_byte_size": 8,
-                    },
-                }
-            ]
-        }
-        expect_error_object(ctx, ctx.rest("POST", "v2/models/identity_fp32/infer", json_body=body))
+    with _registered_region(ctx, 8) as region:
+        _infer_refused(
+            ctx,
+            {"shared_memory_region": region.name, "shared_memory_byte_size": 8},
+            data=[1.0, 2.0],
+        )
 
 
 @case(
@@ -227,20 +307,8 @@ def _(ctx: Context) -> None:
     models=("identity_fp32",),
 )
 def _(ctx: Context) -> None:
-    ctx.need_local()
-    with _region(ctx, 8) as region:
-        _register(ctx, region)
-        body = {
-            "inputs": [
-                {
-                    "name": "INPUT0",
-                    "shape": [1, 2],
-                    "datatype": "FP32",
-                    "parameters": {"shared_memory_region": region.name},
-                }
-            ]
-        }
-        expect_error_object(ctx, ctx.rest("POST", "v2/models/identity_fp32/infer", json_body=body))
+    with _registered_region(ctx, 8) as region:
+        _infer_refused(ctx, {"shared_memory_region": region.name})
 
 
 @case(
@@ -259,17 +327,7 @@ def _(ctx: Context) -> None:
     models=("identity_fp32",),
 )
 def _(ctx: Context) -> None:
-    body = {
-        "inputs": [
-            {
-                "name": "INPUT0",
-                "shape": [1, 2],
-                "datatype": "FP32",
-                "parameters": {"shared_memory_region": _name(), "shared_memory_byte_size": 8},
-            }
-        ]
-    }
-    expect_error_object(ctx, ctx.rest("POST", "v2/models/identity_fp32/infer", json_body=body))
+    _infer_refused(ctx, {"shared_memory_region": _name(), "shared_memory_byte_size": 8})
 
 
 @case(
@@ -312,16 +370,7 @@ def _(ctx: Context) -> None:
         expect_error_object(ctx, response)
 
 
-@case(
-    "rest.shm.system.unregister-all",
-    "POST v2/systemsharedmemory/unregister answers 200",
-    UNREGISTER_ALL,
-    Level.MUST,
-    protocols=HTTP,
-    extension=SYS,
-)
-def _(ctx: Context) -> None:
-    ctx.equal(ctx.rest("POST", "v2/systemsharedmemory/unregister").status, 200, "status")
+_rest_unregister_all_case(SYSTEM)
 
 
 @case(
@@ -363,21 +412,7 @@ def _(ctx: Context) -> None:
 # -- system, gRPC ----------------------------------------------------------------------------------
 
 
-@case(
-    "grpc.shm.system.status",
-    "SystemSharedMemoryStatus answers OK",
-    Spec(
-        SHM,
-        "Status",
-        "The system-shared-memory status API provides information about "
-        "registered system shared-memory regions.",
-    ),
-    Level.MUST,
-    protocols=GRPC,
-    extension=SYS,
-)
-def _(ctx: Context) -> None:
-    ctx.rpc_ok("SystemSharedMemoryStatus", ctx.pb.SystemSharedMemoryStatusRequest())
+_grpc_status_case(SYSTEM)
 
 
 @case(
@@ -496,21 +531,7 @@ def _(ctx: Context) -> None:
     expect_grpc_error(ctx, ctx.rpc("SystemSharedMemoryRegister", request))
 
 
-@case(
-    "grpc.shm.system.unregister-all",
-    "SystemSharedMemoryUnregister with no name answers OK",
-    Spec(
-        SHM,
-        "Unregister",
-        "The system-shared-memory unregister API provides unregisters a "
-        "shared-memory region from Triton.",
-    ),
-    Level.MUST,
-    protocols=GRPC,
-    extension=SYS,
-)
-def _(ctx: Context) -> None:
-    ctx.rpc_ok("SystemSharedMemoryUnregister", ctx.pb.SystemSharedMemoryUnregisterRequest())
+_grpc_unregister_all_case(SYSTEM)
 
 
 @case(
@@ -533,16 +554,7 @@ def _(ctx: Context) -> None:
 # -- CUDA ----------------------------------------------------------------------------------------
 
 
-@case(
-    "rest.shm.cuda.status",
-    "GET v2/cudasharedmemory/status answers 200 with an array",
-    STATUS_OK,
-    Level.MUST,
-    protocols=HTTP,
-    extension=CUDA,
-)
-def _(ctx: Context) -> None:
-    _status(ctx, "cuda")
+_rest_status_case(CUDA_KIND)
 
 
 @case(
@@ -566,33 +578,10 @@ def _(ctx: Context) -> None:
     expect_error_object(ctx, response)
 
 
-@case(
-    "rest.shm.cuda.unregister-all",
-    "POST v2/cudasharedmemory/unregister answers 200",
-    UNREGISTER_ALL,
-    Level.MUST,
-    protocols=HTTP,
-    extension=CUDA,
-)
-def _(ctx: Context) -> None:
-    ctx.equal(ctx.rest("POST", "v2/cudasharedmemory/unregister").status, 200, "status")
+_rest_unregister_all_case(CUDA_KIND)
 
 
-@case(
-    "grpc.shm.cuda.status",
-    "CudaSharedMemoryStatus answers OK",
-    Spec(
-        SHM,
-        "Status",
-        "The CUDA-shared-memory status API provides information about "
-        "registered CUDA shared-memory regions.",
-    ),
-    Level.MUST,
-    protocols=GRPC,
-    extension=CUDA,
-)
-def _(ctx: Context) -> None:
-    ctx.rpc_ok("CudaSharedMemoryStatus", ctx.pb.CudaSharedMemoryStatusRequest())
+_grpc_status_case(CUDA_KIND)
 
 
 @case(
@@ -610,21 +599,7 @@ def _(ctx: Context) -> None:
     expect_grpc_error(ctx, ctx.rpc("CudaSharedMemoryRegister", request))
 
 
-@case(
-    "grpc.shm.cuda.unregister-all",
-    "CudaSharedMemoryUnregister with no name answers OK",
-    Spec(
-        SHM,
-        "Unregister",
-        "The CUDA-shared-memory unregister API provides unregisters a shared-memory region from "
-        "Triton.",
-    ),
-    Level.MUST,
-    protocols=GRPC,
-    extension=CUDA,
-)
-def _(ctx: Context) -> None:
-    ctx.rpc_ok("CudaSharedMemoryUnregister", ctx.pb.CudaSharedMemoryUnregisterRequest())
+_grpc_unregister_all_case(CUDA_KIND)
 
 
 @case(
