@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Final
 
 import numpy as np
 
@@ -337,6 +337,19 @@ def _(ctx: Context) -> None:
     )
 
 
+#: The two inputs the order cases send to 'simple' (which adds and subtracts them).
+SIMPLE_INPUTS: Final = {
+    "INPUT0": np.arange(16, dtype="<i4").reshape(1, 16),
+    "INPUT1": np.full((1, 16), 2, "<i4"),
+}
+
+
+def _infer_simple(ctx: Context, order: tuple[str, str], **fields: Any) -> RestResponse:
+    """'simple' with both inputs binary, in this ``order``, and these other body ``fields``."""
+    body = {"inputs": [_input(name, "INT32", [1, 16], 64) for name in order], **fields}
+    return ctx.rest_infer("simple", body, [SIMPLE_INPUTS[name].tobytes() for name in order])
+
+
 @case(
     "rest.binary.output-order",
     "Binary output sections follow the order of the outputs in the JSON",
@@ -347,20 +360,14 @@ def _(ctx: Context) -> None:
     models=("simple",),
 )
 def _(ctx: Context) -> None:
-    in0, in1 = np.arange(16, dtype="<i4").reshape(1, 16), np.full((1, 16), 2, "<i4")
-    response = ctx.rest_infer(
-        "simple",
-        {
-            "inputs": [
-                _input("INPUT0", "INT32", [1, 16], 64),
-                _input("INPUT1", "INT32", [1, 16], 64),
-            ],
-            "outputs": [
-                {"name": "OUTPUT1", "parameters": {"binary_data": True}},
-                {"name": "OUTPUT0", "parameters": {"binary_data": True}},
-            ],
-        },
-        [in0.tobytes(), in1.tobytes()],
+    in0, in1 = SIMPLE_INPUTS["INPUT0"], SIMPLE_INPUTS["INPUT1"]
+    response = _infer_simple(
+        ctx,
+        ("INPUT0", "INPUT1"),
+        outputs=[
+            {"name": "OUTPUT1", "parameters": {"binary_data": True}},
+            {"name": "OUTPUT0", "parameters": {"binary_data": True}},
+        ],
     )
     header, binary = _split(ctx, response)
     sections = _sections(ctx, header, binary)
@@ -378,17 +385,8 @@ def _(ctx: Context) -> None:
     models=("simple",),
 )
 def _(ctx: Context) -> None:
-    in0, in1 = np.arange(16, dtype="<i4").reshape(1, 16), np.full((1, 16), 2, "<i4")
-    response = ctx.rest_infer(
-        "simple",
-        {
-            "inputs": [
-                _input("INPUT1", "INT32", [1, 16], 64),
-                _input("INPUT0", "INT32", [1, 16], 64),
-            ]
-        },
-        [in1.tobytes(), in0.tobytes()],
-    )
+    in0, in1 = SIMPLE_INPUTS["INPUT0"], SIMPLE_INPUTS["INPUT1"]
+    response = _infer_simple(ctx, ("INPUT1", "INPUT0"))
     result = decode_rest(ctx, response)
     ctx.check(
         same_array(output_array(ctx, result, "OUTPUT1"), in0 - in1),

@@ -483,43 +483,43 @@ def _simple(ctx: Context, protocol: str, **kw: Any) -> None:
 
 def _schedule_cases(protocol: str, prefix: str) -> None:
     protocols = (protocol,)
+    note = "'simple' has a dynamic batcher with two priority levels."
+    for name, title, spec, kw, case_note in (
+        (
+            "priority",
+            "A request with priority 1 (the highest) is served",
+            PRIORITY,
+            {"priority": 1},
+            note,
+        ),
+        (
+            "priority-zero",
+            "Priority 0 means the default priority",
+            PRIORITY_ZERO,
+            {"priority": 0},
+            "",
+        ),
+        (
+            "timeout",
+            "A request with a generous timeout (60 s, in microseconds) is served",
+            TIMEOUT,
+            {"timeout_us": 60_000_000},
+            "",
+        ),
+    ):
 
-    @case(
-        f"{prefix}.schedule.priority",
-        "A request with priority 1 (the highest) is served",
-        PRIORITY,
-        Level.MUST,
-        protocols=protocols,
-        extension="schedule_policy",
-        models=("simple",),
-        note="'simple' has a dynamic batcher with two priority levels.",
-    )
-    def _(ctx: Context) -> None:
-        _simple(ctx, protocol, priority=1)
-
-    @case(
-        f"{prefix}.schedule.priority-zero",
-        "Priority 0 means the default priority",
-        PRIORITY_ZERO,
-        Level.MUST,
-        protocols=protocols,
-        extension="schedule_policy",
-        models=("simple",),
-    )
-    def _(ctx: Context) -> None:
-        _simple(ctx, protocol, priority=0)
-
-    @case(
-        f"{prefix}.schedule.timeout",
-        "A request with a generous timeout (60 s, in microseconds) is served",
-        TIMEOUT,
-        Level.MUST,
-        protocols=protocols,
-        extension="schedule_policy",
-        models=("simple",),
-    )
-    def _(ctx: Context) -> None:
-        _simple(ctx, protocol, timeout_us=60_000_000)
+        @case(
+            f"{prefix}.schedule.{name}",
+            title,
+            spec,
+            Level.MUST,
+            protocols=protocols,
+            extension="schedule_policy",
+            models=("simple",),
+            note=case_note,
+        )
+        def _(ctx: Context, kw: dict[str, int] = kw) -> None:
+            _simple(ctx, protocol, **kw)
 
 
 _schedule_cases("http", "rest")
