@@ -223,37 +223,32 @@ def _(ctx: Context) -> None:
 # -- gRPC ---------------------------------------------------------------------------------
 
 
-@case(
-    "grpc.health.server-live",
-    "ServerLive answers OK with live = true",
-    Spec(
-        OIP_GRPC,
-        "Server Live",
-        "The ServerLive API indicates if the inference server is "
-        "able to receive and respond to metadata and inference requests.",
-    ),
-    Level.MUST,
-    protocols=GRPC,
-)
-def _(ctx: Context) -> None:
-    response = ctx.rpc_ok("ServerLive", ctx.pb.ServerLiveRequest())
-    ctx.check(response.live is True, "live is false")
+def _grpc_server_health_case(name: str, section: str, quote: str) -> None:
+    """ServerLive / ServerReady: OK, with its one boolean field true."""
+    field = name.lower()
+    rpc = f"Server{name}"
+
+    @case(
+        f"grpc.health.server-{field}",
+        f"{rpc} answers OK with {field} = true",
+        Spec(OIP_GRPC, section, quote),
+        Level.MUST,
+        protocols=GRPC,
+    )
+    def _(ctx: Context) -> None:
+        response = ctx.rpc_ok(rpc, getattr(ctx.pb, f"{rpc}Request")())
+        ctx.check(getattr(response, field) is True, f"{field} is false")
 
 
-@case(
-    "grpc.health.server-ready",
-    "ServerReady answers OK with ready = true",
-    Spec(
-        OIP_GRPC,
-        "Server Ready",
-        "The ServerReady API indicates if the server is ready for inferencing.",
-    ),
-    Level.MUST,
-    protocols=GRPC,
+_grpc_server_health_case(
+    "Live",
+    "Server Live",
+    "The ServerLive API indicates if the inference server is "
+    "able to receive and respond to metadata and inference requests.",
 )
-def _(ctx: Context) -> None:
-    response = ctx.rpc_ok("ServerReady", ctx.pb.ServerReadyRequest())
-    ctx.check(response.ready is True, "ready is false")
+_grpc_server_health_case(
+    "Ready", "Server Ready", "The ServerReady API indicates if the server is ready for inferencing."
+)
 
 
 @case(

@@ -251,6 +251,16 @@ def _(ctx: Context) -> None:
 # -- id, names, versions, outputs --------------------------------------------------------
 
 
+def _id_echo(ctx: Context, request_id: str, binary: bool) -> None:
+    result = ctx.http.infer(
+        "identity_int32",
+        {"INPUT0": np.ones((1, 2), np.int32)},
+        request_id=request_id,
+        binary=binary,
+    )
+    ctx.equal(result.id, request_id, "id")
+
+
 @case(
     "rest.infer.id-echo",
     'The request\'s "id" comes back in the response',
@@ -260,13 +270,7 @@ def _(ctx: Context) -> None:
     models=("identity_int32",),
 )
 def _(ctx: Context) -> None:
-    result = ctx.http.infer(
-        "identity_int32",
-        {"INPUT0": np.ones((1, 2), np.int32)},
-        request_id="conformance-42",
-        binary=False,
-    )
-    ctx.equal(result.id, "conformance-42", "id")
+    _id_echo(ctx, "conformance-42", binary=False)
 
 
 @case(
@@ -279,13 +283,7 @@ def _(ctx: Context) -> None:
     models=("identity_int32",),
 )
 def _(ctx: Context) -> None:
-    result = ctx.http.infer(
-        "identity_int32",
-        {"INPUT0": np.ones((1, 2), np.int32)},
-        request_id="conformance-43",
-        binary=True,
-    )
-    ctx.equal(result.id, "conformance-43", "id")
+    _id_echo(ctx, "conformance-43", binary=True)
 
 
 @case(
