@@ -223,10 +223,9 @@ def _(ctx: Context) -> None:
 # -- gRPC ---------------------------------------------------------------------------------
 
 
-def _grpc_server_health_case(name: str, section: str, quote: str) -> None:
+def _grpc_server_health_case(rpc: str, section: str, quote: str) -> None:
     """ServerLive / ServerReady: OK, with its one boolean field true."""
-    field = name.lower()
-    rpc = f"Server{name}"
+    field = rpc.removeprefix("Server").lower()
 
     @case(
         f"grpc.health.server-{field}",
@@ -241,13 +240,15 @@ def _grpc_server_health_case(name: str, section: str, quote: str) -> None:
 
 
 _grpc_server_health_case(
-    "Live",
+    "ServerLive",
     "Server Live",
     "The ServerLive API indicates if the inference server is "
     "able to receive and respond to metadata and inference requests.",
 )
 _grpc_server_health_case(
-    "Ready", "Server Ready", "The ServerReady API indicates if the server is ready for inferencing."
+    "ServerReady",
+    "Server Ready",
+    "The ServerReady API indicates if the server is ready for inferencing.",
 )
 
 

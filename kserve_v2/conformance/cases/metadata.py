@@ -220,40 +220,26 @@ def _(ctx: Context) -> None:
     )
 
 
-@case(
-    "rest.metadata.model.inputs",
-    "Model metadata lists the inputs as $metadata_tensor objects",
-    Spec(
-        OIP_REST,
-        "Model Metadata Response JSON Object",
-        "“inputs” : The inputs required by the model.",
-    ),
-    Level.MUST,
-    protocols=HTTP,
-    models=("simple",),
-)
-def _(ctx: Context) -> None:
-    inputs = _tensor_list(ctx, _model_metadata(ctx, "v2/models/simple"), "inputs")
-    names = sorted(t["name"] for t in inputs)
-    ctx.equal(names, ["INPUT0", "INPUT1"], "input names")
+def _tensor_list_case(field: str, quote: str) -> None:
+    """Model metadata's ``inputs`` / ``outputs``: $metadata_tensor objects, 'simple''s two."""
+    word = field[:-1]  # "input", "output"
+
+    @case(
+        f"rest.metadata.model.{field}",
+        f"Model metadata lists the {field} as $metadata_tensor objects",
+        Spec(OIP_REST, "Model Metadata Response JSON Object", quote),
+        Level.MUST,
+        protocols=HTTP,
+        models=("simple",),
+    )
+    def _(ctx: Context) -> None:
+        tensors = _tensor_list(ctx, _model_metadata(ctx, "v2/models/simple"), field)
+        names = sorted(t["name"] for t in tensors)
+        ctx.equal(names, [f"{word.upper()}0", f"{word.upper()}1"], f"{word} names")
 
 
-@case(
-    "rest.metadata.model.outputs",
-    "Model metadata lists the outputs as $metadata_tensor objects",
-    Spec(
-        OIP_REST,
-        "Model Metadata Response JSON Object",
-        "“outputs” : The outputs produced by the model.",
-    ),
-    Level.MUST,
-    protocols=HTTP,
-    models=("simple",),
-)
-def _(ctx: Context) -> None:
-    outputs = _tensor_list(ctx, _model_metadata(ctx, "v2/models/simple"), "outputs")
-    names = sorted(t["name"] for t in outputs)
-    ctx.equal(names, ["OUTPUT0", "OUTPUT1"], "output names")
+_tensor_list_case("inputs", "“inputs” : The inputs required by the model.")
+_tensor_list_case("outputs", "“outputs” : The outputs produced by the model.")
 
 
 @case(
