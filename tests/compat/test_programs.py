@@ -27,6 +27,10 @@ import pytest
 
 from kserve_v2.testing import TritonServer
 
+# The programs reach their server through request.getfixturevalue, which the automatic
+# marking in tests/conftest.py cannot see: every test here talks to a live Triton.
+pytestmark = pytest.mark.integration
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 PROGRAMS = sorted((HERE / "programs").glob("*.py"))
