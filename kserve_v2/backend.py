@@ -11,13 +11,19 @@ names the I/O interfaces it runs on (:mod:`kserve_v2.interfaces`):
 so mypy checks that each protocol's calls meet the transports of that protocol. Arguments are
 checked by the backends with the shared functions of :mod:`kserve_v2.arguments` when a call is
 built, before anything is sent.
+
+Some defaults depend on what the server advertises (HTTP's binary tensors, Triton-only gRPC
+parameters); a backend learns that once, on first need, through its :class:`MetadataProbe`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+import asyncio
+import threading
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, Final, Protocol, TypeVar
 
+from kserve_v2.errors import InvalidInputError, KServeError, ServerError, TransportError
 from kserve_v2.hooks import WireHook
 from kserve_v2.messages import (
     InferRequest,
@@ -32,7 +38,7 @@ if TYPE_CHECKING:
     from kserve_v2.datatypes import BytesLike
     from kserve_v2.rest.paths import QueryParams
 
-__all__ = ["Backend", "Call"]
+__all__ = ["Backend", "Call", "MetadataProbe"]
 
 
 T_co = TypeVar("T_co", covariant=True)
@@ -51,6 +57,106 @@ class Call(Protocol[T_co, IO_contra, AIO_contra]):
     def run(self, io: IO_contra, hook: WireHook | None, /) -> T_co: ...
 
     async def arun(self, io: AIO_contra, hook: WireHook | None, /) -> T_co: ...
+
+
+IO = TypeVar("IO")
+AIO = TypeVar("AIO")
+
+# gRPC codes of a failure that may pass (the server is starting, overloaded, restarting).
+_PASSING_GRPC_CODES: Final = frozenset(
+    {"UNAVAILABLE", "DEADLINE_EXCEEDED", "RESOURCE_EXHAUSTED", "ABORTED", "INTERNAL", "UNKNOWN"}
+)
+
+
+def _passing(exc: KServeError) -> bool:
+    """Whether asking again might get another answer: no answer at all, or a server error of a
+    passing kind (HTTP 5xx, 408, 429; the gRPC codes above)."""
+    if isinstance(exc, TransportError):
+        return True
+    if isinstance(exc, ServerError):
+        if exc.http_status is not None:
+            return exc.http_status >= 500 or exc.http_status in (408, 429)
+        return exc.grpc_code in _PASSING_GRPC_CODES
+    return False  # a malformed answer would be malformed again
+
+
+class MetadataProbe:
+    """The server's metadata, asked at most once per client, on first need, and kept.
+
+    A backend asks when a default depends on what the server advertises, and only then:
+    ``get`` (sync; one thread asks, the others wait for its answer) or ``aget`` (asyncio; one
+    task asks) run the backend's ``server_metadata`` call through the client's I/O object.
+
+    The answer is kept (:attr:`known` becomes true): the metadata, or ``None`` when the server
+    answered with an error that asking again would not change (HTTP 4xx, a gRPC status such as
+    UNIMPLEMENTED, a malformed answer): such a server advertises nothing. Failing to learn never
+    fails the caller: with no answer (connection refused, timeout) or a passing error (HTTP 5xx,
+    gRPC UNAVAILABLE...), ``get`` returns ``None`` with :attr:`known` false, the caller takes
+    the portable choice for now, and the next need asks again; callers that waited while it
+    failed do not ask again themselves. A bad argument (:class:`InvalidInputError`) is raised.
+
+    Example::
+
+        probe = MetadataProbe()
+        metadata = probe.get(lambda: backend.server_metadata(), transport, None)
+        probe.known, metadata.supports("binary_tensor_data") if metadata else False
+    """
+
+    def __init__(self) -> None:
+        self.known = False
+        self.metadata: ServerMetadata | None = None
+        self._attempts = 0  # failed attempts: a caller that waited on one does not repeat it
+        self._lock = threading.Lock()
+        self._async_lock: asyncio.Lock | None = None
+
+    def get(
+        self, make_call: Callable[[], Call[ServerMetadata, IO, Any]], io: IO, hook: WireHook | None
+    ) -> ServerMetadata | None:
+        """The metadata, asked through the sync ``io`` unless known (see the class)."""
+        if not self.known:
+            attempt = self._attempts
+            with self._lock:
+                if not self.known and attempt == self._attempts:
+                    call = make_call()
+                    try:
+                        self._keep(call.run(io, hook))
+                    except InvalidInputError:
+                        raise
+                    except KServeError as exc:
+                        self._failed(exc)
+        return self.metadata
+
+    async def aget(
+        self,
+        make_call: Callable[[], Call[ServerMetadata, Any, AIO]],
+        io: AIO,
+        hook: WireHook | None,
+    ) -> ServerMetadata | None:
+        """The metadata, asked through the asyncio ``io`` unless known (see the class)."""
+        if not self.known:
+            attempt = self._attempts
+            if self._async_lock is None:  # made inside the loop that uses it
+                self._async_lock = asyncio.Lock()
+            async with self._async_lock:
+                if not self.known and attempt == self._attempts:
+                    call = make_call()
+                    try:
+                        self._keep(await call.arun(io, hook))
+                    except InvalidInputError:
+                        raise
+                    except KServeError as exc:
+                        self._failed(exc)
+        return self.metadata
+
+    def _keep(self, metadata: ServerMetadata) -> None:
+        self.metadata = metadata
+        self.known = True
+
+    def _failed(self, exc: KServeError) -> None:
+        if _passing(exc):
+            self._attempts += 1
+        else:
+            self.known = True  # it answered: it will not say more next time
 
 
 class Backend(Protocol[IO_contra, AIO_contra]):

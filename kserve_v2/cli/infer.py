@@ -41,7 +41,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         dest="binary",
         action="store_true",
         default=None,
-        help="HTTP: tensors in binary form (binary-data extension; the default)",
+        help="HTTP: tensors in binary form (binary-data extension); by default, binary if the "
+        "server advertises it, JSON otherwise",
     )
     wire.add_argument(
         "--json-data",
@@ -209,8 +210,8 @@ def run(args: argparse.Namespace) -> int:
     with _common.client(args) as client:
         inputs, metadata = prepare_inputs(args, client, args.model)
         outputs = _tensors.parse_outputs(args.output)
-        if args.binary is False and client.protocol == "http":
-            kwargs["binary"] = False
+        if args.binary is not None and client.protocol == "http":
+            kwargs["binary"] = args.binary
         if args.shm:
             result = _infer_shm(args, client, inputs, outputs, metadata, kwargs)
         else:

@@ -82,7 +82,7 @@ class ClientBase:
         headers: Headers | None = None,
         timeout: float | None = DEFAULT_TIMEOUT,
         connect_timeout: float | None = DEFAULT_CONNECT_TIMEOUT,
-        binary: bool = True,
+        binary: bool | None = None,
         request_compression: str | None = None,
         accept_compression: str | None = None,
         tls: TLSOptions | None = None,
@@ -134,7 +134,8 @@ class ClientBase:
 
             # No use over gRPC, but a bad value is a mistake all the same. gRPC always accepts
             # gzip/deflate answers; the server chooses whether to compress.
-            check_bool(binary, "binary")
+            if binary is not None:
+                check_bool(binary, "binary")
             check_compression(accept_compression, "accept_compression")
             self._proto = GRPCBackend(
                 self.endpoint,

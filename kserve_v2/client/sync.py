@@ -65,8 +65,11 @@ class Client(ClientBase):
         headers: headers sent with every request (e.g. ``Authorization``).
         timeout: default whole-request timeout in seconds (``None``: wait forever).
         connect_timeout: TCP/TLS connect timeout in seconds.
-        binary: send and receive tensors in binary form (binary-data extension) unless a
-            tensor says otherwise; ``False`` uses JSON.
+        binary: HTTP: tensors in binary form (Triton's binary-data extension, ``True``) or
+            as JSON (``False``), unless a call or tensor says otherwise. ``None`` (default):
+            binary if the server lists ``binary_tensor_data`` in its metadata (Triton does),
+            JSON otherwise (the open protocol alone); the first ``infer`` asks the metadata,
+            once per client (JSON for that call if the server cannot be asked).
         request_compression: ``"gzip"`` or ``"deflate"`` to compress request bodies.
         accept_compression: ``"gzip"`` or ``"deflate"`` to ask for compressed responses.
         tls: certificates for ``https://`` (see :class:`TLSOptions`).
@@ -112,7 +115,7 @@ class Client(ClientBase):
         headers: Headers | None = None,
         timeout: float | None = DEFAULT_TIMEOUT,
         connect_timeout: float | None = DEFAULT_CONNECT_TIMEOUT,
-        binary: bool = True,
+        binary: bool | None = None,
         request_compression: str | None = None,
         accept_compression: str | None = None,
         tls: TLSOptions | None = None,
@@ -303,7 +306,7 @@ class Client(ClientBase):
             headers: extra headers for this call.
             query: extra URL query parameters for this call (HTTP).
             timeout: whole-request timeout in seconds for this call (client-side).
-            binary: override the client's binary/JSON default for this call.
+            binary: override the client's binary/JSON default for this call (HTTP).
             compression: compress this request body (``"gzip"``/``"deflate"``).
             sequence_id, sequence_start, sequence_end: sequence-batching controls.
             priority: scheduling priority (schedule-policy extension).

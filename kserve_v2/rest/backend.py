@@ -8,6 +8,7 @@ the request through their transport (and tell the wire hook), so all logic lives
 from __future__ import annotations
 
 import base64
+import functools
 import json
 import time
 from collections.abc import AsyncGenerator, Callable, Generator, Mapping, Sequence
@@ -33,6 +34,7 @@ from kserve_v2.arguments import (
     system_shm_registration,
     trace_settings_update,
 )
+from kserve_v2.backend import Call, MetadataProbe
 from kserve_v2.datatypes import BytesLike
 from kserve_v2.endpoint import Endpoint
 from kserve_v2.errors import InvalidInputError, ProtocolError, ServerError
@@ -109,6 +111,79 @@ class HTTPCall(Generic[T]):
             raise
         _hook_receive(hook, self.request, started, response)
         return self.decode(response)
+
+
+@dataclass(frozen=True, slots=True)
+class _FirstInferCall:
+    """An inference of a client that leaves the binary/JSON choice to the server, before the
+    server's metadata is known: learn it (once per client), then infer with the choice made:
+    ``json_call`` (built, so its arguments are checked, when the call is), or the call that
+    ``binary_call`` builds."""
+
+    backend: HTTPBackend
+    json_call: Call[InferResult, Transport, AsyncTransport]
+    binary_call: Callable[[], Call[InferResult, Transport, AsyncTransport]]
+    headers: Headers | None
+    timeout: float | None
+
+    def _call(self) -> Call[InferResult, Transport, AsyncTransport]:
+        # JSON also when the server could not be asked this time (the next call asks again).
+        return self.binary_call() if self.backend._binary_default is True else self.json_call
+
+    def run(self, transport: Transport, hook: WireHook | None) -> InferResult:
+        self.backend.learn(transport, hook, self.headers, self.timeout)
+        return self._call().run(transport, hook)
+
+    async def arun(self, transport: AsyncTransport, hook: WireHook | None) -> InferResult:
+        await self.backend.alearn(transport, hook, self.headers, self.timeout)
+        return await self._call().arun(transport, hook)
+
+
+def _response(response: HTTPResponse) -> HTTPResponse:
+    return response
+
+
+@dataclass(frozen=True, slots=True)
+class _BinaryRequestCall:
+    """A request with binary tensors to a server not known to take them (it does not
+    advertise ``binary_tensor_data``, or it has not been asked).
+
+    A success shows that it takes them (later binary requests are plain calls). A refusal
+    (:data:`~kserve_v2.rest.codec.REFUSAL_STATUSES`) says that the server may lack the
+    extension, when its metadata (asked now if need be) does not list it.
+    """
+
+    backend: HTTPBackend
+    request: HTTPRequest
+    decode: Callable[[HTTPResponse], InferResult]
+    headers: Headers | None
+    timeout: float | None
+
+    def run(self, transport: Transport, hook: WireHook | None) -> InferResult:
+        response = HTTPCall(self.request, _response).run(transport, hook)
+        if 200 <= response.status < 300:
+            self.backend._binary_hint = False
+            return self.decode(response)
+        if self.backend._binary_hint is None and response.status in codec.REFUSAL_STATUSES:
+            self.backend.learn(transport, hook, self.headers, self.timeout)
+        raise self._error(response)
+
+    async def arun(self, transport: AsyncTransport, hook: WireHook | None) -> InferResult:
+        response = await HTTPCall(self.request, _response).arun(transport, hook)
+        if 200 <= response.status < 300:
+            self.backend._binary_hint = False
+            return self.decode(response)
+        if self.backend._binary_hint is None and response.status in codec.REFUSAL_STATUSES:
+            await self.backend.alearn(transport, hook, self.headers, self.timeout)
+        raise self._error(response)
+
+    def _error(self, response: HTTPResponse) -> ServerError:
+        return codec.error_from_response(
+            response.status,
+            response.body,
+            response.reason,
+            binary_refused_hint=self.backend._binary_hint is True,
+        )
 
 
 def _hook_send(hook: WireHook, request: HTTPRequest) -> float:
@@ -393,14 +468,25 @@ class HTTPBackend:
         *,
         headers: Headers | None = None,
         timeout: float | None = None,
-        binary: bool = True,
+        binary: bool | None = None,
         request_compression: str | None = None,
         accept_compression: str | None = None,
     ) -> None:
         self.endpoint = endpoint
         self.paths = RestPaths(endpoint.base_path)
         self.timeout = check_timeout(timeout)
-        self.binary = check_bool(binary, "binary")
+        #: The client's choice: binary tensors (True), JSON (False), or as the server
+        #: advertises (None: binary when it lists ``binary_tensor_data``).
+        self.binary = None if binary is None else check_bool(binary, "binary")
+        #: The server's metadata, learned on first need (see :class:`MetadataProbe`).
+        self.probe = MetadataProbe()
+        # The default in force: the client's choice, or the server's once learned (None
+        # until then). infer() reads it on every call, so it is one attribute.
+        self._binary_default = self.binary
+        # Whether a refused binary request says the server may lack the extension: True when
+        # the server does not advertise it, False when it does or took a binary request,
+        # None while unknown (a refusal then asks the metadata).
+        self._binary_hint: bool | None = None
         self.request_compression = check_compression(request_compression, "request_compression")
         check_compression(accept_compression, "accept_compression")
         base: list[tuple[str, str]] = []
@@ -536,10 +622,28 @@ class HTTPBackend:
         query: QueryParams | None = None,
         timeout: float | None = None,
         compression: str | None = None,
-    ) -> HTTPCall[InferResult]:
+    ) -> Call[InferResult, Transport, AsyncTransport]:
+        """The inference call; the binary/JSON default is the client's, or else the server's.
+
+        With ``binary=None`` for the client and for the call, the first call of a client asks
+        the server's metadata (once; see :meth:`learn`) and the later ones cost nothing more.
+        A binary request to a server not known to take binary tensors says so if refused.
+        """
         # The request was checked when it was built (build_infer_request); the options are
         # checked by self.request, each only when given.
-        use_binary = self.binary if binary is None else check_bool(binary, "binary")
+        use_binary = self._binary_default if binary is None else check_bool(binary, "binary")
+        if use_binary is None:
+            build = functools.partial(
+                self.infer,
+                request,
+                headers=headers,
+                query=query,
+                timeout=timeout,
+                compression=compression,
+            )
+            return _FirstInferCall(
+                self, build(binary=False), functools.partial(build, binary=True), headers, timeout
+            )
         body = codec.encode_infer_request(
             request, binary_inputs=use_binary, binary_outputs=use_binary
         )
@@ -557,19 +661,57 @@ class HTTPBackend:
                 _ok(r).body, codec.header_length_of(r.headers), shared_memory=placements
             )
         )
-        return HTTPCall(
-            self.request(
-                "POST",
-                target,
-                headers=headers,
-                query=query,
-                timeout=timeout,
-                body_headers=body.headers,
-                body=body.parts,
-                compression=compression,
-            ),
-            decode,
+        http_request = self.request(
+            "POST",
+            target,
+            headers=headers,
+            query=query,
+            timeout=timeout,
+            body_headers=body.headers,
+            body=body.parts,
+            compression=compression,
         )
+        # A body of more than one part carries binary tensors: to a server not known to take
+        # them, the call says so if they are refused. Once known, this costs one comparison.
+        if self._binary_hint is not False and len(body.parts) > 1:
+            return _BinaryRequestCall(self, http_request, decode, headers, timeout)
+        return HTTPCall(http_request, decode)
+
+    # -- what the server advertises ----------------------------------------------------------
+
+    def learn(
+        self,
+        transport: Transport,
+        hook: WireHook | None,
+        headers: Headers | None,
+        timeout: float | None,
+    ) -> None:
+        """Ask the server's metadata through ``transport`` unless known (with a call's
+        ``headers`` and ``timeout``); see :class:`MetadataProbe`."""
+        make = functools.partial(self.server_metadata, headers=headers, timeout=timeout)
+        self._learned(self.probe.get(make, transport, hook))
+
+    async def alearn(
+        self,
+        transport: AsyncTransport,
+        hook: WireHook | None,
+        headers: Headers | None,
+        timeout: float | None,
+    ) -> None:
+        """The asyncio twin of :meth:`learn`."""
+        make = functools.partial(self.server_metadata, headers=headers, timeout=timeout)
+        self._learned(await self.probe.aget(make, transport, hook))
+
+    def _learned(self, metadata: ServerMetadata | None) -> None:
+        if not self.probe.known:  # no answer this time: JSON for now, ask again next time
+            return
+        advertised = metadata is not None and metadata.supports("binary_tensor_data")
+        if self.binary is None:
+            self._binary_default = advertised
+        if advertised:
+            self._binary_hint = False
+        elif self._binary_hint is None:
+            self._binary_hint = True
 
     # -- Triton extensions (kserve_v2/client/extensions.py documents the result shapes) ------
 

@@ -60,6 +60,7 @@ __all__ = [
     "BINARY_REFUSED_HINT",
     "EncodedBody",
     "HEADER_LENGTH",
+    "REFUSAL_STATUSES",
     "decode_infer_request",
     "decode_infer_response",
     "decode_json_object",
@@ -719,9 +720,9 @@ def header_length_of(headers: Mapping[str, str]) -> str | None:
 BINARY_REFUSED_HINT: Final = (
     "this server may not support Triton's binary tensor extension; try binary=False"
 )
-# Statuses with which servers refuse a body they cannot parse (FastAPI: 422; MLServer: 500 when
-# the bytes are not UTF-8; others 400 or 415); not 404 (unknown model) and the like.
-_REFUSAL_STATUSES: Final = frozenset({400, 415, 422, 500})
+#: Statuses with which servers refuse a body they cannot parse (FastAPI: 422; MLServer: 500 when
+#: the bytes are not UTF-8; others 400 or 415); not 404 (unknown model) and the like.
+REFUSAL_STATUSES: Final = frozenset({400, 415, 422, 500})
 # Characters kept of a message found in a known error shape (the whole body stays in
 # ServerError.body); Triton's longest messages are under 1,000 characters.
 _MESSAGE_LIMIT: Final = 2000
@@ -766,7 +767,7 @@ def error_from_response(
         message = reason or f"HTTP status {status} with no error message"
     elif message.startswith("("):  # only a remark on the body: the status says what happened
         message = f"{reason or f'HTTP status {status}'} {message}"
-    if binary_refused_hint and status in _REFUSAL_STATUSES:
+    if binary_refused_hint and status in REFUSAL_STATUSES:
         message = f"{message} ({BINARY_REFUSED_HINT})"
     return ServerError(message, http_status=status, body=raw)
 

@@ -167,10 +167,16 @@ def kind(request: pytest.FixtureRequest) -> str:
 @pytest.fixture
 def connect(kind: str, triton: Any) -> Iterator[Callable[..., ClientUnderTest]]:
     """``connect(url=None, record=False, **client_options)``: a client of the set-up ``kind``,
-    to the session's server by default; all are closed at the end of the test."""
+    to the session's server by default (recording: ``binary=True`` unless given); all are
+    closed at the end of the test."""
     made: list[ClientUnderTest] = []
 
     def connect(url: str | None = None, **options: Any) -> ClientUnderTest:
+        if options.get("record"):
+            # A recording client looks at the wire of binary requests, one exchange per
+            # call: binary=True (given), not the default, which first asks the server's
+            # metadata (tested in tests/rest/test_backend.py and tests/interop).
+            options.setdefault("binary", True)
         client = ClientUnderTest(kind, url or triton.http_url, **options)
         made.append(client)
         return client

@@ -39,6 +39,7 @@ from kserve_v2 import (
     WireMessage,
 )
 from kserve_v2.parameters import REQUEST_RESERVED
+from kserve_v2.rest.codec import BINARY_REFUSED_HINT
 from kserve_v2.rest.compression import decompress
 from kserve_v2.transport import HTTPRequest
 from tests.client.conftest import (
@@ -354,6 +355,11 @@ def test_half_precision_goes_as_json_numbers_when_asked_and_triton_refuses_them(
     )
     assert_same_tensor(result.as_numpy("OUTPUT0"), sent, datatype)
     sends = [send for send, _ in exchanges(client.seen)]
+    # The refused binary request made the client ask the metadata, once, to see whether the
+    # refusal should suggest binary=False (Triton advertises the extension: it does not).
+    assert [send.target for send in sends].count("/v2") == 1
+    assert BINARY_REFUSED_HINT not in info.value.message
+    sends = [send for send in sends if send.target != "/v2"]
     (json_input,) = json_header(sends[0])["inputs"]
     assert json_input["data"] == [1.0, -2.5, 0.15625]
     assert "parameters" not in json_input

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from kserve_v2 import InferInput, InvalidInputError, RequestedOutput, ServerError
+from kserve_v2 import InferInput, InvalidInputError, RequestedOutput, ServerError, WireMessage
 from kserve_v2.datatypes import Datatype, numpy_dtype
 from kserve_v2.rest.codec import BINARY_REFUSED_HINT
 from tests.interop.conftest import ClientUnderTest, Peer, expected_failure
@@ -51,14 +51,6 @@ def sample(datatype: str) -> np.ndarray:
     if datatype == "BF16":  # values bfloat16 holds exactly, as float32
         return np.array(values, np.float32)
     return np.array(values, dtype=numpy_dtype(Datatype(datatype)))
-
-
-def infer_options(peer: Peer, protocol: str) -> dict[str, Any]:
-    """Call options that work on ``peer`` today: JSON over HTTP for a server without Triton's
-    binary extension (the client's default is binary; see issue #11 item 1)."""
-    if protocol == "http" and not peer.binary_extension:
-        return {"binary": False}
-    return {}
 
 
 def simple_inputs(offset: int = 0) -> dict[str, np.ndarray]:
@@ -144,31 +136,51 @@ def _identity(client: ClientUnderTest, datatype: str, form: str) -> np.ndarray:
 @pytest.mark.parametrize("form", ["default", "binary", "json", "tensor-json"])
 @pytest.mark.parametrize("datatype", DATATYPES)
 def test_every_datatype_in_every_http_form(
-    request: pytest.FixtureRequest, client: ClientUnderTest, peer: Peer, datatype: str, form: str
+    client: ClientUnderTest, peer: Peer, datatype: str, form: str
 ) -> None:
-    """``default``: the client's choice; ``binary``/``json``: ``binary=True``/``False`` for the
-    call; ``tensor-json``: ``InferInput(binary=False)`` and ``RequestedOutput(binary=False)``."""
+    """``default``: the client's choice (binary where the server advertises the extension,
+    JSON elsewhere); ``binary``/``json``: ``binary=True``/``False`` for the call;
+    ``tensor-json``: ``InferInput(binary=False)`` and ``RequestedOutput(binary=False)``."""
     if datatype not in peer.datatypes:
         pytest.skip(f"{peer.name} has no {datatype}")
     if form == "binary":
         peer.skip_unless("binary_extension")
-    if form == "default" and not peer.binary_extension:
-        expected_failure(
-            request,
-            1,
-            "the default infer() sends Triton's binary extension to a server "
-            "without it (MLServer: 422/500)",
-        )
     sent = sample(datatype)
     half = datatype in ("FP16", "BF16")
-    if form in ("json", "tensor-json") and half and not peer.json_half_precision:
-        # The server's refusal, reported as it comes.
+    as_json = form in ("json", "tensor-json") or (form == "default" and not peer.advertises_binary)
+    if as_json and half and not peer.json_half_precision:
+        # The server's refusal, reported as it comes (KServe takes FP16 in binary form only,
+        # which it does not advertise: binary=True is the caller's to give).
         with pytest.raises(ServerError) as info:
             _identity(client, datatype, form)
         assert info.value.http_status == 400
         assert f"{datatype} data via JSON is not supported" in info.value.message
         return
     assert_same_tensor(_identity(client, datatype, form), sent, datatype)
+
+
+@pytest.mark.parametrize("protocol", ["http"])
+def test_the_default_form_is_learned_once_from_the_server(connect: Any, peer: Peer) -> None:
+    """With ``binary`` left to the client, the first inferences (here eight at once) ask the
+    server's metadata once, then every request is binary where the server advertises the
+    extension and JSON elsewhere; later calls ask nothing more."""
+    seen: list[WireMessage] = []
+    client = connect(wire_hook=seen.append)
+    requests = [simple_inputs(i) for i in range(8)]
+    client.concurrently(
+        [lambda inputs=inputs: client.client.infer("simple", inputs) for inputs in requests]
+    )
+    client.infer("simple", simple_inputs())
+    sends = [m for m in seen if m.direction == "send"]
+    assert [m.target for m in sends].count("/v2") == 1
+    infers = [m for m in sends if m.target.endswith("/infer")]
+    assert len(infers) == 9
+    for message in infers:
+        assert (len(message.body) > 1) is peer.advertises_binary  # binary parts follow the JSON
+        content_type = dict(message.headers)["Content-Type"]
+        assert content_type == (
+            "application/octet-stream" if peer.advertises_binary else "application/json"
+        )
 
 
 @pytest.mark.parametrize("protocol", ["grpc"])
@@ -182,19 +194,16 @@ def test_every_datatype_over_grpc(client: ClientUnderTest, peer: Peer, datatype:
 
 def test_requested_outputs(client: ClientUnderTest, peer: Peer, protocol: str) -> None:
     inputs = simple_inputs()
-    options = infer_options(peer, protocol)
-    result = client.infer("simple", inputs, outputs=["OUTPUT1"], **options)
+    result = client.infer("simple", inputs, outputs=["OUTPUT1"])
     assert [o.name for o in result.outputs] == ["OUTPUT1"]
     np.testing.assert_array_equal(result.as_numpy("OUTPUT1"), inputs["INPUT0"] - inputs["INPUT1"])
-    result = client.infer("simple", inputs, **options)
+    result = client.infer("simple", inputs)
     assert sorted(o.name for o in result.outputs) == ["OUTPUT0", "OUTPUT1"]
     np.testing.assert_array_equal(result.as_numpy("OUTPUT0"), inputs["INPUT0"] + inputs["INPUT1"])
 
 
 def test_request_id_comes_back(client: ClientUnderTest, peer: Peer, protocol: str) -> None:
-    result = client.infer(
-        "simple", simple_inputs(), request_id="my-id-7", **infer_options(peer, protocol)
-    )
+    result = client.infer("simple", simple_inputs(), request_id="my-id-7")
     assert result.id == "my-id-7"
     assert result.model_name == "simple"
 
@@ -225,7 +234,6 @@ def test_parameters_of_every_type_reach_the_model(
                 "params_echo",
                 {"INPUT0": np.array([1], np.int32)},
                 parameters={"p": value},
-                **infer_options(peer, protocol),
             )
         except InvalidInputError:
             result = None  # refused before sending: no value lost silently
@@ -254,10 +262,11 @@ def _assert_clean_message(error: ServerError) -> None:
 
 def test_unknown_model(client: ClientUnderTest, peer: Peer, protocol: str) -> None:
     with pytest.raises(ServerError) as info:
-        client.infer("no_such_model", simple_inputs(), **infer_options(peer, protocol))
+        client.infer("no_such_model", simple_inputs())
     error = info.value
     assert "no_such_model" in error.message
     _assert_clean_message(error)
+    assert BINARY_REFUSED_HINT not in error.message  # JSON, or a server that advertises binary
     if protocol == "http":
         assert error.http_status == 404
     else:
@@ -267,11 +276,12 @@ def test_unknown_model(client: ClientUnderTest, peer: Peer, protocol: str) -> No
 def test_wrong_shape(client: ClientUnderTest, peer: Peer, protocol: str) -> None:
     inputs = {name: array[:, :8] for name, array in simple_inputs().items()}
     with pytest.raises(ServerError) as info:
-        client.infer("simple", inputs, **infer_options(peer, protocol))
+        client.infer("simple", inputs)
     error = info.value
     assert "shape" in error.message
     assert "INPUT" in error.message
     _assert_clean_message(error)
+    assert BINARY_REFUSED_HINT not in error.message  # JSON, or a server that advertises binary
     if protocol == "http":
         assert error.http_status == 400
     else:
@@ -282,11 +292,12 @@ def test_wrong_datatype(client: ClientUnderTest, peer: Peer, protocol: str) -> N
     inputs = simple_inputs()
     inputs["INPUT0"] = inputs["INPUT0"].astype(np.float32)
     with pytest.raises(ServerError) as info:
-        client.infer("simple", inputs, **infer_options(peer, protocol))
+        client.infer("simple", inputs)
     error = info.value
     assert "INT32" in error.message
     assert "FP32" in error.message
     _assert_clean_message(error)
+    assert BINARY_REFUSED_HINT not in error.message  # JSON, or a server that advertises binary
     if protocol == "http":
         assert error.http_status == 400
     else:
@@ -312,18 +323,9 @@ def test_a_refused_binary_request_gives_a_clean_message(
 
 
 @pytest.mark.parametrize("protocol", ["http"])
-def test_a_refused_binary_request_suggests_json(
-    request: pytest.FixtureRequest, client: ClientUnderTest, peer: Peer
-) -> None:
+def test_a_refused_binary_request_suggests_json(client: ClientUnderTest, peer: Peer) -> None:
     if peer.binary_extension:
         pytest.skip(f"{peer.name} implements the binary extension")
-    expected_failure(
-        request,
-        2,
-        "the HTTP backend does not yet tell the codec that the refused request was "
-        "binary to a server that did not advertise the extension (error_from_response's "
-        "binary_refused_hint)",
-    )
     with pytest.raises(ServerError) as info:
         _identity(client, "INT32", "binary")
     assert BINARY_REFUSED_HINT in info.value.message
@@ -356,28 +358,23 @@ def test_keep_alive_across_calls_and_errors(
     client: ClientUnderTest, peer: Peer, protocol: str
 ) -> None:
     """Several calls on one client, an error among them, go over one connection at a time."""
-    options = infer_options(peer, protocol)
     for round_ in range(3):
         inputs = simple_inputs(round_)
-        result = client.infer("simple", inputs, **options)
+        result = client.infer("simple", inputs)
         np.testing.assert_array_equal(
             result.as_numpy("OUTPUT0"), inputs["INPUT0"] + inputs["INPUT1"]
         )
         with pytest.raises(ServerError):
-            client.infer("no_such_model", inputs, **options)
+            client.infer("no_such_model", inputs)
         assert client.is_model_ready("simple")
     port = int(peer.url(protocol).rsplit(":", 1)[1])
     assert _connections_to(port) == 1
 
 
 def test_concurrent_inferences(client: ClientUnderTest, peer: Peer, protocol: str) -> None:
-    options = infer_options(peer, protocol)
     requests = [simple_inputs(i * 16) for i in range(32)]
     results = client.concurrently(
-        [
-            lambda inputs=inputs: client.client.infer("simple", inputs, **options)
-            for inputs in requests
-        ]
+        [lambda inputs=inputs: client.client.infer("simple", inputs) for inputs in requests]
     )
     for inputs, result in zip(requests, results, strict=True):
         np.testing.assert_array_equal(
@@ -406,5 +403,5 @@ def test_gzip(connect: Any, peer: Peer, protocol: str, direction: str) -> None:
         "INPUT0": np.zeros((8, 16), np.int32),  # large and repetitive enough to compress
         "INPUT1": np.tile(np.arange(16, dtype=np.int32), (8, 1)),
     }
-    result = client.infer("simple", inputs, **infer_options(peer, protocol))
+    result = client.infer("simple", inputs)
     np.testing.assert_array_equal(result.as_numpy("OUTPUT1"), -inputs["INPUT1"])
