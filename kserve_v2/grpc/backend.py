@@ -47,6 +47,7 @@ from kserve_v2.arguments import (
     system_shm_registration,
     trace_settings_update,
 )
+from kserve_v2.backend import Call, MetadataProbe
 from kserve_v2.errors import InvalidInputError, ServerError
 from kserve_v2.grpc import codec, extensions
 from kserve_v2.grpc.config import Metadata
@@ -60,6 +61,7 @@ from kserve_v2.messages import (
     RepositoryModel,
     ServerMetadata,
 )
+from kserve_v2.parameters import ParameterValue
 
 if TYPE_CHECKING:
     from kserve_v2.backend import Backend
@@ -67,12 +69,28 @@ if TYPE_CHECKING:
     from kserve_v2.interfaces import AsyncUnaryChannel, GRPCMessage, UnaryChannel
     from kserve_v2.rest.paths import QueryParams
 
-__all__ = ["SERVICE", "GRPCCall", "GRPCBackend", "metadata_items"]
+__all__ = [
+    "SERVICE",
+    "TRITON_PARAMETERS",
+    "GRPCBackend",
+    "GRPCCall",
+    "metadata_items",
+    "refuse_triton_only_parameter",
+    "speaks_triton_parameters",
+    "triton_only_parameter",
+]
 
 T = TypeVar("T")
 
 #: The service's full name as it prefixes every method (``/inference.GRPCInferenceService/``).
 SERVICE: Final = "/inference.GRPCInferenceService/"
+
+#: The extension whose servers are taken to use Triton's ``InferParameter`` (with
+#: ``double_param`` and ``uint64_param``, which the open protocol's lacks) and to read
+#: ``triton_*`` parameters themselves: Triton's parameters extension, which reserves them.
+TRITON_PARAMETERS: Final = "parameters"
+
+_INT64_MAX: Final = (1 << 63) - 1
 
 # gRPC metadata keys: lower-case letters, digits, '-', '_', '.' (HTTP/2 wants lower case).
 _METADATA_KEY: Final = re.compile(r"[0-9a-z_.\-]+")
@@ -103,6 +121,85 @@ def metadata_items(headers: Headers | None) -> list[tuple[str, str]]:
             )
         out.append((name, value))
     return out
+
+
+def speaks_triton_parameters(metadata: ServerMetadata | None) -> bool:
+    """Whether a server with this metadata (``None``: unknown) takes Triton's parameters:
+    it lists :data:`TRITON_PARAMETERS` (Triton does; KServe and MLServer do not)."""
+    return metadata is not None and metadata.supports(TRITON_PARAMETERS)
+
+
+def _triton_only(params: Mapping[str, ParameterValue]) -> str | None:
+    for key, value in params.items():
+        if isinstance(value, float) or (isinstance(value, int) and value > _INT64_MAX):
+            return key
+    return None
+
+
+def triton_only_parameter(request: InferRequest) -> str | None:
+    """The first parameter of ``request`` that only Triton's ``InferParameter`` can carry, as
+    ``"request parameter 'p' = 0.25"``, or None: a float (``double_param``) or an integer
+    above int64 (``uint64_param``). The open protocol's ``InferParameter`` has only
+    ``bool_param``, ``int64_param`` and ``string_param``: other servers drop such a value."""
+    # Parameters are rare: each level costs one truth test when it has none.
+    levels: list[tuple[str, Mapping[str, ParameterValue]]] = []
+    if request.parameters:
+        levels.append(("request parameter", request.parameters))
+    for tensor in request.inputs:
+        if tensor.parameters:
+            levels.append((f"input {tensor.name!r} parameter", tensor.parameters))
+    for output in request.outputs:
+        if output.parameters:
+            levels.append((f"output {output.name!r} parameter", output.parameters))
+    for where, params in levels:
+        key = _triton_only(params)
+        if key is not None:
+            return f"{where} {key!r} = {params[key]!r}"
+    return None
+
+
+def refuse_triton_only_parameter(found: str, metadata: ServerMetadata | None, known: bool) -> None:
+    """Raise the :class:`InvalidInputError` for a parameter ``found`` by
+    :func:`triton_only_parameter` that the server is not known to take."""
+    if not known:
+        why = "its metadata could not be read to see whether it takes Triton's parameters"
+    elif metadata is None:
+        why = "it gives no server metadata"
+    else:
+        why = (
+            f"it ({metadata.name or 'unnamed'} {metadata.version}) does not list Triton's "
+            f"{TRITON_PARAMETERS!r} extension"
+        )
+    raise InvalidInputError(
+        f"{found} needs Triton's gRPC InferParameter (double_param for a float, uint64_param "
+        "above int64), which the open protocol's lacks (bool, int64 and string only), and this "
+        f"server would drop it: {why}. Send the value as a string, or over HTTP (JSON carries "
+        "it)",
+        value=found,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class _TritonParameterCall:
+    """An inference with a parameter only Triton's ``InferParameter`` carries, to a server
+    not yet known to take it: learn its metadata (once per client), then send, or refuse
+    with :func:`refuse_triton_only_parameter` rather than let the value be dropped."""
+
+    backend: GRPCBackend
+    call: GRPCCall[InferResult]
+    found: str
+
+    def run(self, channel: UnaryChannel, hook: WireHook | None) -> InferResult:
+        self._check(self.backend.learn(channel, hook, self.call))
+        return self.call.run(channel, hook)
+
+    async def arun(self, channel: AsyncUnaryChannel, hook: WireHook | None) -> InferResult:
+        self._check(await self.backend.alearn(channel, hook, self.call))
+        return await self.call.arun(channel, hook)
+
+    def _check(self, metadata: ServerMetadata | None) -> None:
+        if not speaks_triton_parameters(metadata):
+            refuse_triton_only_parameter(self.found, metadata, self.backend.probe.known)
 
 
 def _always(value: T) -> Callable[[ServerError], T]:
@@ -227,6 +324,42 @@ class GRPCBackend:
         self.timeout = check_timeout(timeout)
         self.compression = check_compression(compression, "request_compression")
         self._base_metadata: Metadata = tuple(metadata_items(headers))
+        #: The server's metadata, learned on first need (see :class:`MetadataProbe`):
+        #: whether it takes Triton's parameters (:func:`speaks_triton_parameters`).
+        self.probe = MetadataProbe()
+        # Whether the server is known to take Triton's parameters (infer() reads it per call).
+        self._triton_parameters = False
+
+    # -- what the server advertises ----------------------------------------------------------
+
+    def _metadata_call(self, call: GRPCCall[Any]) -> GRPCCall[ServerMetadata]:
+        # With the deadline and metadata of the call that needs it (headers may carry auth).
+        return GRPCCall(
+            SERVICE + "ServerMetadata",
+            b"",
+            codec.decode_server_metadata,
+            call.metadata,
+            call.timeout,
+        )
+
+    def learn(
+        self, channel: UnaryChannel, hook: WireHook | None, call: GRPCCall[Any]
+    ) -> ServerMetadata | None:
+        """The server's metadata, asked through ``channel`` unless known (with the metadata
+        and deadline of ``call``); ``None`` when unknown (see :class:`MetadataProbe`)."""
+        metadata = self.probe.get(functools.partial(self._metadata_call, call), channel, hook)
+        self._triton_parameters = speaks_triton_parameters(metadata)
+        return metadata
+
+    async def alearn(
+        self, channel: AsyncUnaryChannel, hook: WireHook | None, call: GRPCCall[Any]
+    ) -> ServerMetadata | None:
+        """The asyncio twin of :meth:`learn`."""
+        metadata = await self.probe.aget(
+            functools.partial(self._metadata_call, call), channel, hook
+        )
+        self._triton_parameters = speaks_triton_parameters(metadata)
+        return metadata
 
     # -- building blocks ------------------------------------------------------------------
 
@@ -348,8 +481,15 @@ class GRPCBackend:
         query: QueryParams | None = None,
         timeout: float | None = None,
         compression: str | None = None,
-    ) -> GRPCCall[InferResult]:
-        """``ModelInfer``; ``binary`` is accepted for symmetry with HTTP (gRPC is binary)."""
+    ) -> Call[InferResult, UnaryChannel, AsyncUnaryChannel]:
+        """``ModelInfer``; ``binary`` is accepted for symmetry with HTTP (gRPC is binary).
+
+        A parameter that only Triton's ``InferParameter`` carries (a float, an integer above
+        int64; see :func:`triton_only_parameter`) is sent only to a server that lists Triton's
+        ``parameters`` extension; the first such call asks the server's metadata (once per
+        client), and to other servers it raises :class:`InvalidInputError` naming the
+        parameter, rather than let the server drop the value.
+        """
         if binary is not None:
             check_bool(binary, "binary")
         if query is not None:
@@ -361,7 +501,7 @@ class GRPCBackend:
             else codec.decode_infer_response
         )
         # Not joined here: the native transport sends the tensors from the caller's arrays.
-        return self.call(
+        call = self.call(
             "ModelInfer",
             codec.encode_infer_request_parts(request),
             decode,
@@ -369,6 +509,15 @@ class GRPCBackend:
             timeout=timeout,
             compression=compression,
         )
+        # A float (or uint64) parameter goes out only to a server known to take it: others
+        # would drop it silently. Once the server is known to take them, nothing is looked at.
+        if not self._triton_parameters:
+            found = triton_only_parameter(request)
+            if found is not None:
+                if self.probe.known:
+                    refuse_triton_only_parameter(found, self.probe.metadata, True)
+                return _TritonParameterCall(self, call, found)
+        return call
 
     # -- Triton extensions -------------------------------------------------------------------
 

@@ -7,9 +7,11 @@ to what was asked for, responses they serialize must decode to what they hold.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import math
+import re
 import subprocess
 import sys
 from collections.abc import Mapping
@@ -33,7 +35,8 @@ from kserve_v2.errors import (
     TransportError,
 )
 from kserve_v2.grpc import codec, extensions
-from kserve_v2.grpc.backend import GRPCBackend, metadata_items
+from kserve_v2.grpc.backend import GRPCBackend, GRPCCall, metadata_items
+from kserve_v2.grpc.codec import StreamEvent
 from kserve_v2.grpc.config import DEFAULT_OPTIONS, Metadata, channel_config
 from kserve_v2.grpc.status import status_of
 from kserve_v2.interfaces import AsyncUnaryChannel, BytesLike, UnaryChannel
@@ -564,6 +567,143 @@ def test_extension_requests() -> None:
         proto.update_trace_settings({"trace_rate": object()})
     with pytest.raises(InvalidInputError, match="config"):
         proto.load_model("m", files={"1/model.py": b"x"})
+
+
+# ------------------------------------------------------- parameters only Triton's proto carries
+
+METADATA_RPC = "/inference.GRPCInferenceService/ServerMetadata"
+
+
+class ScriptedChannel:
+    """A sync and asyncio unary channel answering ServerMetadata with ``metadata`` (an
+    exception is raised) and ModelInfer with a small result; it keeps the methods called."""
+
+    def __init__(self, metadata: bytes | BaseException) -> None:
+        self.metadata = metadata
+        self.methods: list[str] = []
+
+    def call_unary(
+        self,
+        method: str,
+        request: bytes | tuple[BytesLike, ...],
+        *,
+        timeout: float | None = None,
+        metadata: Metadata = (),
+        compression: str | None = None,
+        want_metadata: bool = False,
+    ) -> tuple[bytes, Metadata]:
+        self.methods.append(method)
+        if method == METADATA_RPC:
+            if isinstance(self.metadata, BaseException):
+                raise self.metadata
+            return self.metadata, ()
+        return pb.ModelInferResponse(model_name="params_echo").SerializeToString(), ()
+
+
+class AsyncScriptedChannel:
+    def __init__(self, sync: ScriptedChannel) -> None:
+        self.sync = sync
+
+    async def call_unary(self, method: str, request: Any, **options: Any) -> tuple[bytes, Metadata]:
+        return self.sync.call_unary(method, request, **options)
+
+
+def _server(*extensions: str) -> bytes:
+    message = pb.ServerMetadataResponse(name="srv", version="9", extensions=list(extensions))
+    return bytes(message.SerializeToString())
+
+
+TRITON = _server("binary_tensor_data", "parameters", "sequence")
+
+
+def _request(**parameters: Any) -> InferRequest:
+    return build_infer_request(
+        "params_echo", {"INPUT0": np.array([1], np.int32)}, parameters=parameters
+    )
+
+
+def _run(call: Any, channel: ScriptedChannel, mode: str) -> InferResult:
+    if mode == "sync":
+        return call.run(channel, None)  # type: ignore[no-any-return]
+    return asyncio.run(call.arun(AsyncScriptedChannel(channel), None))  # type: ignore[no-any-return]
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+@pytest.mark.parametrize("value", [0.25, 2**63])
+def test_a_triton_only_parameter_goes_to_a_server_that_takes_it(mode: str, value: Any) -> None:
+    proto = GRPCBackend(ENDPOINT)
+    channel = ScriptedChannel(TRITON)
+    assert _run(proto.infer(_request(p=value)), channel, mode).model_name == "params_echo"
+    assert channel.methods == [METADATA_RPC, INFER]
+    # Known now: a plain call, nothing more asked
+    call = proto.infer(_request(p=value))
+    assert isinstance(call, GRPCCall)
+    _run(call, channel, mode)
+    assert channel.methods == [METADATA_RPC, INFER, INFER]
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+@pytest.mark.parametrize(
+    ("metadata", "why", "asks_again"),
+    [
+        (
+            _server("model_repository_extension"),
+            "(srv 9) does not list Triton's 'parameters'",
+            False,
+        ),
+        (ServerError("no", grpc_code="UNIMPLEMENTED"), "it gives no server metadata", False),
+        (TransportError("refused"), "its metadata could not be read", True),
+    ],
+)
+def test_a_triton_only_parameter_is_refused_by_other_servers(
+    mode: str, metadata: bytes | BaseException, why: str, asks_again: bool
+) -> None:
+    """Refused, naming the parameter, rather than sent to a server that would drop it."""
+    proto = GRPCBackend(ENDPOINT)
+    channel = ScriptedChannel(metadata)
+    with pytest.raises(InvalidInputError) as info:
+        _run(proto.infer(_request(p=0.25)), channel, mode)
+    message = info.value.message
+    assert message.startswith("request parameter 'p' = 0.25 needs Triton's gRPC InferParameter")
+    assert why in message
+    assert "Send the value as a string, or over HTTP" in message
+    assert channel.methods == [METADATA_RPC]  # nothing inferred
+    if asks_again:  # the server did not answer: the next such call asks again
+        with pytest.raises(InvalidInputError):
+            _run(proto.infer(_request(p=0.5)), channel, mode)
+        assert channel.methods == [METADATA_RPC, METADATA_RPC]
+    else:  # known: refused when the call is built
+        with pytest.raises(InvalidInputError):
+            proto.infer(_request(p=0.5))
+    # parameters the open protocol carries still go
+    _run(proto.infer(_request(p=1, q="x", r=True, s=-(2**63))), channel, mode)
+    assert channel.methods[-1] == INFER
+
+
+_SCALED = [InferInput("INPUT0", np.ones(1, np.int32), parameters={"scale": 0.5})]
+_PLAIN = [InferInput("INPUT0", np.ones(1, np.int32))]
+_HUGE = [RequestedOutput("OUT", parameters={"t": 2**64 - 1})]
+
+
+@pytest.mark.parametrize(
+    ("inputs", "outputs", "found"),
+    [
+        (_SCALED, None, "input 'INPUT0' parameter 'scale' = 0.5"),
+        (_PLAIN, _HUGE, "output 'OUT' parameter 't' = 18446744073709551615"),
+    ],
+)
+def test_tensor_parameters_are_looked_at_too(inputs: Any, outputs: Any, found: str) -> None:
+    proto = GRPCBackend(ENDPOINT)
+    channel = ScriptedChannel(_server())
+    request = build_infer_request("m", inputs, outputs=outputs)
+    with pytest.raises(InvalidInputError, match=re.escape(found)):
+        proto.infer(request).run(channel, None)  # type: ignore[arg-type]
+
+
+def test_requests_without_such_parameters_ask_nothing() -> None:
+    proto = GRPCBackend(ENDPOINT)
+    call = proto.infer(_request(p=1, q="x", r=True))
+    assert isinstance(call, GRPCCall)
 
 
 # -------------------------------------------------------------------- extension results
