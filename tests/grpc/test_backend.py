@@ -36,7 +36,6 @@ from kserve_v2.errors import (
 )
 from kserve_v2.grpc import codec, extensions
 from kserve_v2.grpc.backend import GRPCBackend, GRPCCall, metadata_items
-from kserve_v2.grpc.codec import StreamEvent
 from kserve_v2.grpc.config import DEFAULT_OPTIONS, Metadata, channel_config
 from kserve_v2.grpc.status import status_of
 from kserve_v2.interfaces import AsyncUnaryChannel, BytesLike, UnaryChannel
