@@ -18,7 +18,6 @@ parameters); a backend learns that once, on first need, through its :class:`Meta
 
 from __future__ import annotations
 
-import asyncio
 import threading
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Final, Protocol, TypeVar
@@ -34,6 +33,8 @@ from kserve_v2.messages import (
 )
 
 if TYPE_CHECKING:
+    import asyncio
+
     from kserve_v2.arguments import Headers
     from kserve_v2.datatypes import BytesLike
     from kserve_v2.rest.paths import QueryParams
@@ -136,6 +137,8 @@ class MetadataProbe:
         if not self.known:
             attempt = self._attempts
             if self._async_lock is None:  # made inside the loop that uses it
+                import asyncio  # here: the sync client's import needs no asyncio
+
                 self._async_lock = asyncio.Lock()
             async with self._async_lock:
                 if not self.known and attempt == self._attempts:

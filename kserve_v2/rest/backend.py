@@ -52,7 +52,6 @@ from kserve_v2.rest import codec
 from kserve_v2.rest.compression import compress
 from kserve_v2.rest.paths import QueryParams, RestPaths, with_query
 from kserve_v2.rest.sse import ServerSentEvent, SSEDecoder
-from kserve_v2.shm.cuda import encode_raw_handle_rest
 
 if TYPE_CHECKING:
     from kserve_v2.backend import Backend
@@ -833,6 +832,9 @@ class HTTPBackend:
         headers: Headers | None = None,
         timeout: float | None = None,
     ) -> HTTPCall[None]:
+        # Imported here: the CUDA module is for the few clients that register CUDA memory.
+        from kserve_v2.shm.cuda import encode_raw_handle_rest
+
         name, handle, device, size = cuda_shm_registration(region, raw_handle, device_id, byte_size)
         body = {
             "raw_handle": encode_raw_handle_rest(handle),
