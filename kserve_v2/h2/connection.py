@@ -72,6 +72,7 @@ from kserve_v2.h2.frames import (
 from kserve_v2.h2.hpack import Decoder, HPACKError
 
 __all__ = [
+    "CONTINUATION_BACKLOG",
     "DataReceived",
     "Event",
     "GoAwayReceived",
@@ -97,8 +98,14 @@ RECEIVE_MAX_FRAME_SIZE: Final = 1 << 20
 RECEIVE_WINDOW: Final = MAX_WINDOW
 # Top a receive window up once this much of it has been used.
 _WINDOW_REFILL: Final = RECEIVE_WINDOW // 2
-# Header blocks (HEADERS + CONTINUATION) larger than this are refused before decoding.
+#: The largest header list (RFC 7541 sizes) this side accepts, announced as
+#: SETTINGS_MAX_HEADER_LIST_SIZE. A header block (HEADERS + CONTINUATION, still compressed)
+#: larger than the limit is refused before it is decoded: HPACK never makes a field longer
+#: than the 32 bytes of overhead each one counts for.
 DEFAULT_MAX_HEADER_LIST_SIZE: Final = 1 << 20
+#: CONTINUATION frames one header block may take (python-hyper/h2's bound): empty ones
+#: cost nothing on the wire, and without a bound a peer could send them for ever.
+CONTINUATION_BACKLOG: Final = 64
 
 
 class H2ConnectionError(ProtocolError):
@@ -236,6 +243,7 @@ class H2Connection:
         self._header_parts: list[bytes] = []
         self._header_end_stream = False
         self._header_size = 0
+        self._header_frames = 0  # CONTINUATION frames of the block so far
         self.goaway: GoAwayReceived | None = None
         self.closed = False
         self._got_bytes = False
@@ -612,9 +620,12 @@ class H2Connection:
         if flags & FLAG_END_HEADERS:
             self._header_block(stream_id, block, end_stream, events)
             return
+        if len(block) > self._max_header_list_size:
+            raise self._fail("header block too large", ErrorCode.ENHANCE_YOUR_CALM)
         self._header_stream = stream_id
         self._header_parts = [bytes(block)]
         self._header_size = len(block)
+        self._header_frames = 0
         self._header_end_stream = end_stream
 
     def _continuation(
@@ -623,8 +634,14 @@ class H2Connection:
         if stream_id == 0 or stream_id != self._header_stream:
             raise self._fail("CONTINUATION without a header block to continue")
         self._header_size += len(payload)
-        if self._header_size > self._max_header_list_size + RECEIVE_MAX_FRAME_SIZE:
+        if self._header_size > self._max_header_list_size:
             raise self._fail("header block too large", ErrorCode.ENHANCE_YOUR_CALM)
+        self._header_frames += 1
+        if self._header_frames > CONTINUATION_BACKLOG:
+            raise self._fail(
+                f"header block in more than {CONTINUATION_BACKLOG} CONTINUATION frames",
+                ErrorCode.ENHANCE_YOUR_CALM,
+            )
         self._header_parts.append(bytes(payload))
         if flags & FLAG_END_HEADERS:
             block = b"".join(self._header_parts)

@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 from kserve_v2.errors import ProtocolError
 from kserve_v2.h2 import connection as h2c
 from kserve_v2.h2.connection import (
+    CONTINUATION_BACKLOG,
     RECEIVE_MAX_FRAME_SIZE,
     RECEIVE_WINDOW,
     DataReceived,
@@ -1094,6 +1095,38 @@ def test_header_block_too_large_is_refused_before_decoding() -> None:
         for _ in range(10):  # 10 CONTINUATIONs of 200 KiB: over 100 + 1 MiB
             conn.receive(frame(CONTINUATION, 0, 1, bytes(200 << 10)))
     assert_failed(conn, exc, ErrorCode.ENHANCE_YOUR_CALM)
+
+
+def test_header_block_in_a_headers_frame_too_large_is_refused() -> None:
+    conn = connected(streams=1, max_header_list_size=100)
+    with pytest.raises(H2ConnectionError) as exc:
+        conn.receive(headers_frame(1, bytes(101), end_headers=False))
+    assert_failed(conn, exc, ErrorCode.ENHANCE_YOUR_CALM)
+
+
+def test_continuation_frames_up_to_the_backlog_are_accepted() -> None:
+    conn = connected(streams=1)
+    raw = headers_frame(1, b"", end_headers=False)
+    raw += frame(CONTINUATION, 0, 1, b"") * (CONTINUATION_BACKLOG - 1)
+    raw += frame(CONTINUATION, FLAG_END_HEADERS, 1, block(RESPONSE))
+    assert feed(conn, [raw]) == [("headers", 1, tuple(RESPONSE), False)]
+
+
+@pytest.mark.parametrize("delivery", ["whole", "frame by frame"])
+def test_continuation_flood_is_refused(delivery: str) -> None:
+    """Empty CONTINUATION frames cost the peer 9 bytes each and used to be kept without
+    limit: the block stops at CONTINUATION_BACKLOG frames."""
+    conn = connected(streams=1)
+    frames = [headers_frame(1, b"", end_headers=False)]
+    frames += [frame(CONTINUATION, 0, 1, b"")] * (CONTINUATION_BACKLOG + 1)
+    with pytest.raises(H2ConnectionError) as exc:  # noqa: PT012
+        if delivery == "whole":
+            conn.receive(b"".join(frames))
+        else:
+            for raw in frames:
+                conn.receive(raw)
+    assert_failed(conn, exc, ErrorCode.ENHANCE_YOUR_CALM)
+    assert "CONTINUATION" in str(exc.value)
 
 
 def test_header_list_over_our_limit_is_a_compression_error() -> None:
