@@ -19,7 +19,7 @@ from kserve_v2.endpoint import parse_url
 from kserve_v2.grpc.config import channel_config
 from kserve_v2.h2.frames import DATA, DEFAULT_WINDOW, FLAG_END_STREAM, RST_STREAM, ErrorCode
 from kserve_v2.transport.native import AsyncNativeGRPCChannel, NativeGRPCChannel
-from tests.transport.test_native import (
+from tests.hostile.h2_server import (
     GRPC_OK_HEADERS,
     GUARD,
     Handler,

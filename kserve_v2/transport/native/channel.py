@@ -17,7 +17,7 @@ from collections import deque
 from typing import Final, Generic, TypeVar
 
 from kserve_v2.datatypes import BytesLike
-from kserve_v2.errors import KServeError
+from kserve_v2.errors import KServeError, ProtocolError
 from kserve_v2.grpc.config import ChannelConfig, Metadata
 from kserve_v2.h2.connection import H2ConnectionError
 from kserve_v2.transport.grpc_base import GRPCChannelBase
@@ -127,6 +127,13 @@ class NativeGRPCChannel(_NativeChannel[NativeStreamCall]):
                 continue
             except H2ConnectionError:
                 conn.say_goodbye()
+                raise
+            except ProtocolError:
+                # A malformed response on a sound connection: only its stream was reset.
+                if conn.after_stream_error():
+                    self._checkin(conn)
+                else:
+                    conn.close()
                 raise
             except KServeError:
                 conn.close()

@@ -48,6 +48,7 @@ from kserve_v2.h2.connection import (
     Event,
     GoAwayReceived,
     H2Connection,
+    H2ConnectionError,
     HeadersReceived,
     StreamReset,
 )
@@ -330,8 +331,10 @@ def feed_response(
 
 
 def _reset_call_error(event: StreamReset, response: CallResponse, url: str) -> Exception:
-    """What a unary call gets when the server resets its stream: a refused stream the server
-    never answered is retried."""
+    """What a unary call gets when its stream ended early: a refused stream the server never
+    answered is retried; a malformed response is its protocol error."""
+    if event.error is not None:
+        return event.error
     if event.refused and not response.http_status:
         return CallNotStarted()
     return reset_error(event.error_code, url)[1]
@@ -527,10 +530,27 @@ class SyncConnection:
             if self.reused and not got_bytes:
                 raise CallNotStarted from exc
             raise
+        except ProtocolError as exc:
+            if not isinstance(exc, H2ConnectionError):
+                # A malformed response, not a broken connection: a stream error (RFC 9113
+                # section 5.4.2). The stream goes (a no-op if HTTP/2 reset it already).
+                h2.reset_stream(stream_id, ErrorCode.PROTOCOL_ERROR)
+            raise
         finally:
             if response.done:
                 h2.end_stream(stream_id)
         return response
+
+    def after_stream_error(self) -> bool:
+        """Send the RST_STREAM a stream error queued (best effort, briefly); whether the
+        connection may serve the next call."""
+        if self.h2.closed:
+            return False
+        try:
+            self.flush(time.monotonic() + _GOODBYE_SEND)
+        except (OSError, KServeError):
+            return False
+        return True
 
     def _check_reset(self, events: list[Event], stream_id: int, response: CallResponse) -> None:
         """Raise the error of a reset of the call's stream among ``events``."""

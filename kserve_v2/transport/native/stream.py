@@ -381,7 +381,10 @@ class NativeStreamCall(_StreamCall):
                 and not response.done
             ):
                 # After the trailers a reset is only the server's clean-up (NO_ERROR).
-                self._finish(*reset_error(event.error_code, self._url))
+                if event.error is not None:  # a malformed response: we reset the stream
+                    self._fail(event.error)
+                else:
+                    self._finish(*reset_error(event.error_code, self._url))
                 return
             # GoAwayReceived: this stream goes on unless it was refused (a StreamReset).
         if response.done:
