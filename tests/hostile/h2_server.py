@@ -60,6 +60,8 @@ IO_TIMEOUT = 5.0
 CALL_TIMEOUT = 5.0
 #: Async calls are abandoned after this long even when the client's own deadline fails.
 GUARD = 10.0
+#: A flooding server gives up after this long (a client that never stops it fails its test).
+FLOOD_LIMIT = 20.0
 GRPC_OK_HEADERS: Sequence[tuple[str, str]] = (
     (":status", "200"),
     ("content-type", "application/grpc"),
@@ -358,6 +360,21 @@ class Peer:
 
     def send_window_update(self, stream_id: int, increment: int) -> None:
         self.send_frame(WINDOW_UPDATE, 0, stream_id, U32.pack(increment))
+
+    def flood(self, data: bytes, seconds: float = FLOOD_LIMIT) -> bool:
+        """Send ``data`` again and again, without reading, until the client closes the
+        connection (True) or ``seconds`` pass (False: the client put up with it)."""
+        until = time.monotonic() + seconds
+        self.sock.settimeout(0.5)
+        try:
+            while time.monotonic() < until:
+                with contextlib.suppress(TimeoutError):
+                    self.sock.sendall(data)
+        except OSError:
+            return True
+        finally:
+            self.sock.settimeout(IO_TIMEOUT)
+        return False
 
     def send_fin(self) -> None:
         """Close our side of the connection (the client reads its end)."""

@@ -14,10 +14,24 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from kserve_v2 import DeadlineExceededError, KServeError, ServerError, TransportError
+from kserve_v2 import (
+    DeadlineExceededError,
+    KServeError,
+    ProtocolError,
+    ServerError,
+    TransportError,
+)
 from kserve_v2.endpoint import parse_url
 from kserve_v2.grpc.config import channel_config
-from kserve_v2.h2.frames import DATA, DEFAULT_WINDOW, FLAG_END_STREAM, RST_STREAM, ErrorCode
+from kserve_v2.h2.frames import (
+    CONTINUATION,
+    DATA,
+    DEFAULT_WINDOW,
+    FLAG_END_STREAM,
+    HEADERS,
+    RST_STREAM,
+    ErrorCode,
+)
 from kserve_v2.transport.native import AsyncNativeGRPCChannel, NativeGRPCChannel
 from tests.hostile.h2_server import (
     GRPC_OK_HEADERS,
@@ -25,6 +39,8 @@ from tests.hostile.h2_server import (
     Handler,
     Peer,
     ScriptedServer,
+    data_frame,
+    frame,
     grpc_message,
     parse_grpc_timeout,
     scripted_servers,
@@ -212,6 +228,38 @@ def test_deadline_resets_the_stream(serve: Callable[..., ScriptedServer], mode: 
     assert out.status == "DEADLINE_EXCEEDED"
     assert 0.2 < float(seen["timeout"]) <= 0.3  # type: ignore[arg-type]
     assert seen["reset"] == ErrorCode.CANCEL
+
+
+@pytest.mark.parametrize(
+    ("flood", "error"),
+    [
+        (data_frame(1, b"") * 64, DeadlineExceededError),
+        (data_frame(1, grpc_message(b"")) * 64, DeadlineExceededError),
+        (frame(CONTINUATION, 0, 1, b"") * 64, ProtocolError),  # after HEADERS, see below
+    ],
+    ids=["empty DATA", "empty messages", "CONTINUATION"],
+)
+def test_deadline_holds_while_bytes_keep_arriving(
+    serve: Callable[..., ScriptedServer], mode: str, flood: bytes, error: type[KServeError]
+) -> None:
+    """The deadline is checked on every read, not only when a read finds nothing: a server
+    that never stops sending cannot keep a stream (timeout=1) alive. (A header block that
+    never ends is refused sooner, at its 65th CONTINUATION frame.)"""
+    stopped: list[bool] = []
+
+    def handler(peer: Peer) -> None:
+        request = peer.accept_request()
+        if error is ProtocolError:
+            peer.send(frame(HEADERS, 0, request.stream_id, b""))
+        else:
+            peer.send_headers(request.stream_id, GRPC_OK_HEADERS)
+        stopped.append(peer.flood(flood))
+
+    server = serve(handler)
+    out = exchange(mode, server.url, timeout=1.0, half_close=False)
+    assert isinstance(out.error, error)
+    assert server.finished(0, GUARD)
+    assert stopped == [True], "the client never closed the connection"
 
 
 def test_cancel_resets_the_stream_and_ends_quietly(

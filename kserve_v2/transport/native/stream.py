@@ -323,15 +323,17 @@ class NativeStreamCall(_StreamCall):
         """Read what is there, or wait (lock released) until something comes."""
         conn = self._conn
         assert conn is not None
-        with self._lock:
-            if self._finished or self._receive(conn):
-                return
+        # The deadline first, on every round: a server that never stops sending (empty
+        # DATA frames, say) must not keep the call alive past it.
         left = None
         if self._deadline is not None:
             left = self._deadline - time.monotonic()
             if left <= 0:
                 with self._lock:
                     self._expire_locked()
+                return
+        with self._lock:
+            if self._finished or self._receive(conn):
                 return
         try:
             sock = [conn.sock]
