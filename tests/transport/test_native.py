@@ -9,10 +9,12 @@ and checks what the client raised and what it sent.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gzip
 import random
 import threading
 import time
+import tracemalloc
 import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -1031,3 +1033,78 @@ async def test_async_max_concurrent_streams_opens_another_connection(serve: Serv
     assert list(results) == [True, True]
     assert server.accepted == 2
     assert most[0] == 1
+
+
+# A burst of PINGs, each answered with a 17-byte PING ACK that the server never reads.
+PING_BURST = frame(PING, 0, 0, b"12345678") * 512
+
+
+@contextlib.contextmanager
+def traced_growth() -> Iterator[list[int]]:
+    """Peak Python memory growth (bytes) over the block, in the list it yields."""
+    tracemalloc.start()
+    base = tracemalloc.get_traced_memory()[0]
+    growth: list[int] = []
+    try:
+        yield growth
+    finally:
+        growth.append(tracemalloc.get_traced_memory()[1] - base)
+        tracemalloc.stop()
+
+
+async def test_async_server_that_stops_reading_loses_the_connection(serve: Serve) -> None:
+    """A server that never reads while it floods PINGs: the acknowledgements would pile up
+    without end (+550 MiB in 30 s). The client bounds what it leaves unsent and drops the
+    connection; the call fails with TransportError well before its deadline."""
+    stopped: list[bool] = []
+
+    def handler(peer: Peer) -> None:
+        if peer.index:
+            peer.handshake()
+            serve_requests(peer)
+            return
+        peer.accept_request()
+        stopped.append(peer.flood(PING_BURST))
+
+    server = serve(handler)
+    async with AsyncClient(server.url, timeout=15.0) as client:
+        with (
+            traced_growth() as growth,
+            pytest.raises(TransportError, match="stopped reading") as exc,
+        ):
+            await asyncio.wait_for(client.is_server_live(), GUARD)
+        assert not isinstance(exc.value, DeadlineExceededError)
+        assert growth[0] < 32 << 20
+        assert server.finished(0, GUARD)
+        assert stopped == [True]
+        assert await client.is_server_live() is True
+
+
+async def test_async_idle_connection_whose_server_stops_reading_is_dropped(serve: Serve) -> None:
+    """The same with no call in flight: the idle connection is closed, the next call opens
+    another."""
+    stopped: list[bool] = []
+
+    def handler(peer: Peer) -> None:
+        peer.handshake()
+        if peer.index:
+            serve_requests(peer)
+            return
+        request = peer.read_request()
+        assert request is not None
+        peer.send_response(request.stream_id)
+        stopped.append(peer.flood(PING_BURST))
+
+    server = serve(handler)
+    async with AsyncClient(server.url, timeout=CALL_TIMEOUT) as client:
+        assert await client.is_server_live() is True
+        channel: Any = client._io
+        (conn,) = channel._all
+        with traced_growth() as growth:
+            await asyncio.wait_for(asyncio.shield(conn.gone), GUARD)
+        assert growth[0] < 32 << 20
+        assert "stopped reading" in str(conn.lost)
+        assert await client.is_server_live() is True
+    assert server.finished(0, GUARD)
+    assert stopped == [True]
+    assert server.accepted == 2

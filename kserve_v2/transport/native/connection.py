@@ -77,6 +77,11 @@ _WOULD_BLOCK = (BlockingIOError, InterruptedError, ssl.SSLWantReadError, ssl.SSL
 # reading so that closing does not reset the connection under it.
 _GOODBYE_SEND: Final = 1.0
 _GOODBYE_DRAIN: Final = 0.2
+# What an asyncio connection may write while asyncio has paused its writing (the server is
+# not reading): acknowledgements, window updates, resets, new calls' headers; request DATA
+# waits. Beyond this the server is taken to have stopped reading and the connection is
+# dropped: a server that floods PINGs without reading cannot grow our buffer without end.
+_PAUSED_WRITE_LIMIT: Final = 4 << 20
 
 
 class CallNotStarted(Exception):
@@ -594,7 +599,13 @@ class AsyncConnection(asyncio.Protocol):
         self.answered = 0
         self._reused_calls: set[int] = set()
         # Resolved by connection_lost: aclose waits for it (TLS shutdown takes a round trip).
-        self.gone: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._loop = asyncio.get_running_loop()
+        self.gone: asyncio.Future[None] = self._loop.create_future()
+        # asyncio's flow control: True while the transport's buffer is over its high-water
+        # mark; what was written since counts against _PAUSED_WRITE_LIMIT.
+        self.write_paused = False
+        self._written_while_paused = 0
+        self._abort_timer: asyncio.TimerHandle | None = None
 
     @classmethod
     async def open(
@@ -660,8 +671,8 @@ class AsyncConnection(asyncio.Protocol):
                         self.answered += 1
                         if not future.done():
                             future.set_result(None)
-                        if self.retired and not self._calls and self.transport is not None:
-                            self.transport.close()  # the last call of a retired connection
+                        if self.retired and not self._calls:
+                            self._close_transport()  # the last call of a retired connection
                 elif kind is StreamReset:
                     assert isinstance(event, StreamReset)
                     entry = self._calls.pop(event.stream_id, None)
@@ -679,7 +690,17 @@ class AsyncConnection(asyncio.Protocol):
             self.flush()
             self._abort(exc)
 
+    def pause_writing(self) -> None:
+        self.write_paused = True
+
+    def resume_writing(self) -> None:
+        self.write_paused = False
+        self._written_while_paused = 0
+        self._window.set()  # senders waiting for the buffer to drain go on
+
     def connection_lost(self, exc: Exception | None) -> None:
+        if self._abort_timer is not None:
+            self._abort_timer.cancel()
         if not self.gone.done():
             self.gone.set_result(None)
         error = self.settings.lost_error(exc)
@@ -701,8 +722,8 @@ class AsyncConnection(asyncio.Protocol):
         """No new calls on this connection; it closes when its last call ends."""
         self.retired = True
         self._on_retire(self)
-        if not self._calls and self.transport is not None:
-            self.transport.close()
+        if not self._calls:
+            self._close_transport()
 
     @property
     def usable(self) -> bool:
@@ -710,8 +731,31 @@ class AsyncConnection(asyncio.Protocol):
 
     def flush(self) -> None:
         buffers = self.h2.data_to_send()
-        if buffers and self.transport is not None and not self.transport.is_closing():
-            self.transport.writelines(buffers)
+        transport = self.transport
+        if buffers and transport is not None and not transport.is_closing():
+            transport.writelines(buffers)
+            if self.write_paused:
+                self._written_while_paused += sum(len(part) for part in buffers)
+                if self._written_while_paused > _PAUSED_WRITE_LIMIT:
+                    self._abort(
+                        TransportError(
+                            f"gRPC UNAVAILABLE: {self.settings.target} stopped reading "
+                            f"(over {_PAUSED_WRITE_LIMIT >> 20} MiB left unsent); "
+                            "connection dropped",
+                            url=self.settings.url,
+                        ),
+                        drop=True,
+                    )
+
+    def _close_transport(self) -> None:
+        """Close (what is buffered goes out first, TLS says goodbye), but drop the socket if
+        that has not happened within a second: a peer that does not read must not keep it."""
+        transport = self.transport
+        if transport is None or self.gone.done():
+            return
+        transport.close()
+        if self._abort_timer is None:
+            self._abort_timer = self._loop.call_later(_GOODBYE_SEND, self.abort)
 
     def wake(self) -> None:
         """Make senders waiting for window look at their call again (it may have ended)."""
@@ -722,7 +766,7 @@ class AsyncConnection(asyncio.Protocol):
         if self.transport is not None and not self.gone.done():
             self.h2.close()
             self.flush()
-            self.transport.close()
+            self._close_transport()
 
     def abort(self) -> None:
         """Drop the socket now (a TLS shutdown that did not finish)."""
@@ -735,17 +779,22 @@ class AsyncConnection(asyncio.Protocol):
         if entry is not None and not entry[1].done():
             entry[1].set_exception(exc)
 
-    def _abort(self, exc: BaseException) -> None:
+    def _abort(self, exc: BaseException, drop: bool = False) -> None:
+        """Fail every call with ``exc`` and close; ``drop``: at once, discarding what is
+        still buffered (the peer does not read it)."""
         if self.lost is None:
             self.lost = exc  # also the answer to calls that come after (see call)
+        calls = list(self._calls.values())
+        self._calls.clear()
         self.retire()
-        for _response, future in self._calls.values():
+        for _response, future in calls:
             if not future.done():
                 future.set_exception(exc)
-        self._calls.clear()
         self._window.set()  # senders waiting for window see their call failed
-        if self.transport is not None:
-            self.transport.close()
+        if drop:
+            self.abort()
+        else:
+            self._close_transport()
 
     # -- calls
 
@@ -781,7 +830,8 @@ class AsyncConnection(asyncio.Protocol):
         h2 = self.h2
         while True:
             self.flush()
-            while not h2.send_window(stream_id):
+            # DATA waits while the server is not reading what we wrote (asyncio paused us).
+            while self.write_paused or not h2.send_window(stream_id):
                 if stopped():
                     return False
                 if self.lost is not None:
@@ -809,7 +859,7 @@ class AsyncConnection(asyncio.Protocol):
         # A timer, not asyncio.wait_for: no extra task per call.
         timer = loop.call_at(deadline, self._expire, stream_id) if deadline is not None else None
         try:
-            if queue_data(self.h2, stream_id, parts, True):
+            if self.write_paused or queue_data(self.h2, stream_id, parts, True):
                 await self.send_rest(stream_id, parts, True, future.done)
             self.flush()
             await future

@@ -589,9 +589,9 @@ class AsyncNativeStreamCall(_StreamCall):
             assert conn is not None
             stream_id = self._stream_id
             try:
-                if queue_data(conn.h2, stream_id, parts, False) and not await conn.send_rest(
-                    stream_id, parts, False, self._over
-                ):
+                if (
+                    conn.write_paused or queue_data(conn.h2, stream_id, parts, False)
+                ) and not await conn.send_rest(stream_id, parts, False, self._over):
                     if conn.lost is not None:
                         raise conn.lost
                     self._check_sendable(True)
