@@ -111,10 +111,15 @@ _SETTING: Final = struct.Struct(">HL")
 #: SETTINGS_MAX_FRAME_SIZE this side announces: large DATA frames mean fewer frames to parse
 #: for big tensors; header blocks of this size are still bounded by max_header_list_size.
 RECEIVE_MAX_FRAME_SIZE: Final = 1 << 20
-#: Stream and connection receive windows: the largest allowed.
-RECEIVE_WINDOW: Final = MAX_WINDOW
-# Top a receive window up once this much of it has been used.
-_WINDOW_REFILL: Final = RECEIVE_WINDOW // 2
+#: Each stream's receive window (our SETTINGS_INITIAL_WINDOW_SIZE): what a server may send
+#: on a stream beyond what this side has consumed. Refilled once half is consumed, it is
+#: large enough that a fast server does not wait for us on loopback or a fast network, and
+#: it bounds what a stream whose reader falls behind can make us buffer.
+RECEIVE_WINDOW: Final = 16 << 20
+#: The connection's receive window: the largest allowed (the stream windows are the bound).
+CONNECTION_RECEIVE_WINDOW: Final = MAX_WINDOW
+# Top the connection window up once this much of it has been consumed.
+_CONNECTION_REFILL: Final = CONNECTION_RECEIVE_WINDOW // 2
 #: The largest header list (RFC 7541 sizes) this side accepts, announced as
 #: SETTINGS_MAX_HEADER_LIST_SIZE. A header block (HEADERS + CONTINUATION, still compressed)
 #: larger than the limit is refused before it is decoded: HPACK never makes a field longer
@@ -405,11 +410,24 @@ class PingAcknowledged(Event):
 
 
 class _Stream:
-    __slots__ = ("recv_unacked", "response_started", "send_window", "state")
+    __slots__ = (
+        "acknowledge_on_receipt",
+        "held",
+        "recv_consumed",
+        "recv_window",
+        "response_started",
+        "send_window",
+        "state",
+    )
 
-    def __init__(self, send_window: int, state: StreamState) -> None:
+    def __init__(
+        self, send_window: int, recv_window: int, state: StreamState, on_receipt: bool
+    ) -> None:
         self.send_window = send_window
-        self.recv_unacked = 0
+        self.recv_window = recv_window  # what the peer may still send
+        self.recv_consumed = 0  # consumed, not yet given back with WINDOW_UPDATE
+        self.held = 0  # received, not yet acknowledged by the caller
+        self.acknowledge_on_receipt = on_receipt
         self.state = state
         self.response_started = False  # the final (not 1xx) response headers arrived
 
@@ -417,7 +435,19 @@ class _Stream:
 class H2Connection:
     """A client HTTP/2 connection's state; see the module docstring."""
 
-    def __init__(self, *, max_header_list_size: int = DEFAULT_MAX_HEADER_LIST_SIZE) -> None:
+    def __init__(
+        self,
+        *,
+        max_header_list_size: int = DEFAULT_MAX_HEADER_LIST_SIZE,
+        receive_window: int | None = None,
+    ) -> None:
+        window = RECEIVE_WINDOW if receive_window is None else receive_window
+        if not 0 < window <= MAX_WINDOW:
+            raise InvalidInputError(
+                f"receive_window must be between 1 and 2**31-1, not {window}", value=window
+            )
+        self._stream_window = window
+        self._stream_refill = max(1, window // 2)
         self._decoder = Decoder(max_header_list_size=max_header_list_size)
         self._max_header_list_size = max_header_list_size
         self._out: list[Buffer] = []
@@ -428,8 +458,9 @@ class H2Connection:
         self.peer_initial_window = DEFAULT_WINDOW
         self.peer_max_concurrent_streams: int | None = None
         self._send_window = DEFAULT_WINDOW
-        # Receive side.
-        self._recv_unacked = 0
+        # Receive side: the connection window (raised by initiate), what of it was consumed.
+        self._recv_window = DEFAULT_WINDOW
+        self._recv_consumed = 0
         self._buf = bytearray()  # an incomplete frame header or control frame
         self._data_stream = 0  # the DATA frame whose payload is arriving
         self._data_left = 0  # its payload bytes still to come
@@ -457,15 +488,17 @@ class H2Connection:
             _SETTING.pack(key, value)
             for key, value in (
                 (Setting.ENABLE_PUSH, 0),
-                (Setting.INITIAL_WINDOW_SIZE, RECEIVE_WINDOW),
+                (Setting.INITIAL_WINDOW_SIZE, self._stream_window),
                 (Setting.MAX_FRAME_SIZE, RECEIVE_MAX_FRAME_SIZE),
                 (Setting.MAX_HEADER_LIST_SIZE, self._max_header_list_size),
             )
         )
+        increment = CONNECTION_RECEIVE_WINDOW - DEFAULT_WINDOW
+        self._recv_window += increment
         self._out += (
             PREFACE,
             frame_header(len(settings), SETTINGS, 0, 0) + settings,
-            frame_header(4, WINDOW_UPDATE, 0, 0) + _U32.pack(RECEIVE_WINDOW - DEFAULT_WINDOW),
+            frame_header(4, WINDOW_UPDATE, 0, 0) + _U32.pack(increment),
         )
 
     def data_to_send(self) -> list[Buffer]:
@@ -491,8 +524,20 @@ class H2Connection:
             and (limit is None or len(self._streams) < limit)
         )
 
-    def open_stream(self, header_block: bytes, *, end_stream: bool = False) -> int:
+    def open_stream(
+        self,
+        header_block: bytes,
+        *,
+        end_stream: bool = False,
+        acknowledge_on_receipt: bool = True,
+    ) -> int:
         """Start a stream with an HPACK-encoded header block; returns its id.
+
+        The stream's DATA goes back to the flow-control windows as it arrives, or, with
+        ``acknowledge_on_receipt=False``, only as the caller says it consumed it
+        (:meth:`acknowledge_received_data`): then a server cannot send more than the
+        stream's window beyond what the caller has taken, and a slow consumer slows the
+        server down instead of growing a buffer.
 
         Raises :class:`H2StateError` when :meth:`can_open_stream` says no."""
         if not self.can_open_stream():
@@ -508,7 +553,9 @@ class H2Connection:
         stream_id = self._next_stream_id
         self._next_stream_id += 2
         state = StreamState.HALF_CLOSED_LOCAL if end_stream else StreamState.OPEN
-        self._streams[stream_id] = _Stream(self.peer_initial_window, state)
+        self._streams[stream_id] = _Stream(
+            self.peer_initial_window, self._stream_window, state, acknowledge_on_receipt
+        )
         self._queue_headers(stream_id, header_block, end_stream)
         return stream_id
 
@@ -609,16 +656,42 @@ class H2Connection:
 
     def reset_stream(self, stream_id: int, code: int = ErrorCode.CANCEL) -> None:
         """Queue RST_STREAM and forget the stream (its late frames are dropped)."""
-        if self._streams.pop(stream_id, None) is not None:
+        if self._forget(stream_id):
             self._out.append(frame_header(4, RST_STREAM, 0, stream_id) + _U32.pack(code))
-            if stream_id == self._data_stream:
-                self._data_stream = 0  # the rest of the DATA frame arriving now is dropped too
 
     def end_stream(self, stream_id: int) -> None:
         """Forget a stream both sides have finished (its window bookkeeping goes too)."""
-        self._streams.pop(stream_id, None)
+        self._forget(stream_id)
+
+    def _forget(self, stream_id: int) -> bool:
+        """Drop a stream's state; whether there was any. DATA the caller had not acknowledged
+        goes back to the connection window (the stream's is gone with it)."""
+        stream = self._streams.pop(stream_id, None)
+        if stream is None:
+            return False
+        if stream.held:
+            self._consumed(None, 0, stream.held)
         if stream_id == self._data_stream:
-            self._data_stream = 0
+            self._data_stream = 0  # the rest of the DATA frame arriving now is dropped too
+        return True
+
+    def acknowledge_received_data(self, stream_id: int, nbytes: int) -> None:
+        """The caller consumed ``nbytes`` of a stream's DATA (opened with
+        ``acknowledge_on_receipt=False``): they go back to the flow-control windows, and a
+        WINDOW_UPDATE is queued once half a window is free. More than the stream holds, or
+        a stream that is gone (its bytes went back when it went), is ignored."""
+        stream = self._streams.get(stream_id)
+        if stream is None or nbytes <= 0:
+            return
+        nbytes = min(nbytes, stream.held)
+        if nbytes:
+            stream.held -= nbytes
+            self._consumed(stream, stream_id, nbytes)
+
+    def unacknowledged(self, stream_id: int) -> int:
+        """DATA bytes of a stream received and not yet acknowledged by the caller."""
+        stream = self._streams.get(stream_id)
+        return 0 if stream is None else stream.held
 
     def ping(self, payload: bytes = b"\0" * 8) -> None:
         """Queue a PING (answered by a :class:`PingAcknowledged`)."""
@@ -740,7 +813,7 @@ class H2Connection:
                     "malformed RST_STREAM",
                     ErrorCode.FRAME_SIZE_ERROR if length != 4 else ErrorCode.PROTOCOL_ERROR,
                 )
-            if self._streams.pop(stream_id, None) is not None:
+            if self._forget(stream_id):
                 code = _U32.unpack_from(payload)[0]
                 # REFUSED_STREAM: the server did no work on it, so it is safe to retry.
                 refused = code == ErrorCode.REFUSED_STREAM
@@ -779,7 +852,7 @@ class H2Connection:
             payload = length - 1 - pad
         else:
             payload = length
-        self._account_received(length, stream_id)
+        self._account_received(length, payload, stream_id)
         stream = self._streams.get(stream_id)
         end_stream = bool(flags & FLAG_END_STREAM)
         if stream is not None:
@@ -811,26 +884,42 @@ class H2Connection:
             pos += skip
         return pos
 
-    def _account_received(self, length: int, stream_id: int) -> None:
-        """Receive-side flow control: refill windows once half used."""
-        self._recv_unacked += length
-        if self._recv_unacked > RECEIVE_WINDOW:
+    def _account_received(self, length: int, payload: int, stream_id: int) -> None:
+        """Receive-side flow control of a DATA frame: both windows shrink by its length; what
+        is consumed now (all of it, or only its padding for a stream whose caller
+        acknowledges what it consumes) goes back to them."""
+        self._recv_window -= length
+        if self._recv_window < 0:
             raise self._fail("the peer overran the connection window", ErrorCode.FLOW_CONTROL_ERROR)
-        if self._recv_unacked >= _WINDOW_REFILL:
-            self._out.append(frame_header(4, WINDOW_UPDATE, 0, 0) + _U32.pack(self._recv_unacked))
-            self._recv_unacked = 0
         stream = self._streams.get(stream_id)
         if stream is not None:
-            stream.recv_unacked += length
-            if stream.recv_unacked > RECEIVE_WINDOW:
+            stream.recv_window -= length
+            if stream.recv_window < 0:
                 raise self._fail(
                     f"the peer overran stream {stream_id}'s window", ErrorCode.FLOW_CONTROL_ERROR
                 )
-            if stream.recv_unacked >= _WINDOW_REFILL and stream.state < _HALF_CLOSED_REMOTE:
-                self._out.append(
-                    frame_header(4, WINDOW_UPDATE, 0, stream_id) + _U32.pack(stream.recv_unacked)
-                )
-                stream.recv_unacked = 0
+            if not stream.acknowledge_on_receipt:
+                stream.held += payload
+                length -= payload
+        if length:
+            self._consumed(stream, stream_id, length)
+
+    def _consumed(self, stream: _Stream | None, stream_id: int, nbytes: int) -> None:
+        """``nbytes`` of DATA were consumed: give them back to the connection window, and to
+        the stream's while the peer may still send on it, each once half of it is free."""
+        consumed = self._recv_consumed + nbytes
+        if consumed >= _CONNECTION_REFILL:
+            self._out.append(frame_header(4, WINDOW_UPDATE, 0, 0) + _U32.pack(consumed))
+            self._recv_window += consumed
+            consumed = 0
+        self._recv_consumed = consumed
+        if stream is not None and stream.state < _HALF_CLOSED_REMOTE:
+            consumed = stream.recv_consumed + nbytes
+            if consumed >= self._stream_refill:
+                self._out.append(frame_header(4, WINDOW_UPDATE, 0, stream_id) + _U32.pack(consumed))
+                stream.recv_window += consumed
+                consumed = 0
+            stream.recv_consumed = consumed
 
     # -- headers
 
@@ -1042,7 +1131,7 @@ class H2Connection:
         events.append(event)
         # Streams above last_stream_id were not processed: the caller may retry them.
         for refused in sorted(sid for sid in self._streams if sid > last):
-            del self._streams[refused]
+            self._forget(refused)
             events.append(StreamReset(refused, ErrorCode.REFUSED_STREAM, refused=True))
 
 

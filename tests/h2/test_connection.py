@@ -20,9 +20,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kserve_v2.errors import ProtocolError
+from kserve_v2.errors import InvalidInputError, ProtocolError
 from kserve_v2.h2 import connection as h2c
 from kserve_v2.h2.connection import (
+    CONNECTION_RECEIVE_WINDOW,
     CONTINUATION_BACKLOG,
     RECEIVE_MAX_FRAME_SIZE,
     RECEIVE_WINDOW,
@@ -299,10 +300,10 @@ def test_initiate_queues_preface_settings_and_connection_window() -> None:
         Setting.MAX_HEADER_LIST_SIZE: 12345,
     }
     assert DEFAULT_MAX_FRAME_SIZE <= RECEIVE_MAX_FRAME_SIZE <= MAX_FRAME_SIZE_LIMIT
-    assert RECEIVE_WINDOW <= MAX_WINDOW
-    # The connection window starts at 65535; the update brings it to RECEIVE_WINDOW.
+    assert DEFAULT_WINDOW < RECEIVE_WINDOW <= MAX_WINDOW
+    # The connection window starts at 65535; the update brings it to the largest allowed.
     (increment,) = struct.unpack(">L", frames[1][3])
-    assert increment == RECEIVE_WINDOW - DEFAULT_WINDOW
+    assert increment == CONNECTION_RECEIVE_WINDOW - DEFAULT_WINDOW == MAX_WINDOW - DEFAULT_WINDOW
     assert sent(conn) == b""
 
 
@@ -1067,28 +1068,38 @@ def test_huffman_coded_response_headers() -> None:
 
 
 def test_receive_window_is_refilled_when_half_used() -> None:
-    """With the real constants: 1 MiB DATA frames, a top-up after 1 GiB."""
+    """With the real constants: 1 MiB DATA frames, a stream top-up once half of its 16 MiB
+    window is consumed (on receipt, by default), the connection's after 1 GiB."""
     conn = connected(streams=1)
     chunk = data_frame(1, bytes(RECEIVE_MAX_FRAME_SIZE))
-    threshold = (RECEIVE_WINDOW // 2 + RECEIVE_MAX_FRAME_SIZE - 1) // RECEIVE_MAX_FRAME_SIZE
-    for _ in range(threshold - 1):
+    half = RECEIVE_WINDOW // 2 // RECEIVE_MAX_FRAME_SIZE
+    for _ in range(half - 1):
         (event,) = conn.receive(chunk)
         assert isinstance(event, DataReceived)
         assert len(event.data) == RECEIVE_MAX_FRAME_SIZE
     assert sent(conn) == b""
     conn.receive(chunk)
-    increment = struct.pack(">L", threshold * RECEIVE_MAX_FRAME_SIZE)
-    assert sent_frames(conn) == [
-        (WINDOW_UPDATE, 0, 0, increment),
-        (WINDOW_UPDATE, 0, 1, increment),
-    ]
+    increment = struct.pack(">L", half * RECEIVE_MAX_FRAME_SIZE)
+    assert sent_frames(conn) == [(WINDOW_UPDATE, 0, 1, increment)]
+    # The connection window: once half of 2**31 - 1 is consumed.
+    frames_to_refill = -(-(CONNECTION_RECEIVE_WINDOW // 2) // RECEIVE_MAX_FRAME_SIZE)
+    for _ in range(frames_to_refill - half - 1):
+        conn.receive(chunk)
+    assert all(f[2] == 1 for f in sent_frames(conn))  # stream updates only
+    conn.receive(chunk)
+    assert sent_frames(conn)[0] == (
+        WINDOW_UPDATE,
+        0,
+        0,
+        struct.pack(">L", frames_to_refill * RECEIVE_MAX_FRAME_SIZE),
+    )
 
 
 def test_receive_window_refill_counts_padding_and_dropped_streams(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(h2c, "_WINDOW_REFILL", 1000)
-    conn = connected(streams=3)
+    monkeypatch.setattr(h2c, "_CONNECTION_REFILL", 1000)
+    conn = connected(streams=3, receive_window=2000)
     conn.reset_stream(5)
     conn.data_to_send()
     # 600 + (1 + 300 + 98): padding and the pad length octet count too.
@@ -1107,6 +1118,83 @@ def test_receive_window_refill_counts_padding_and_dropped_streams(
     ]
     conn.receive(raw[10:])
     assert sent(conn) == b""
+
+
+def manual_stream(window: int = 1000) -> H2Connection:
+    """A connection with stream 1 open, whose caller acknowledges what it consumes."""
+    conn = connected(receive_window=window)
+    conn.open_stream(REQUEST_BLOCK, acknowledge_on_receipt=False)
+    conn.data_to_send()
+    return conn
+
+
+def test_unconsumed_data_is_not_given_back() -> None:
+    """A stream whose caller does not consume: its window is not refilled, the server can
+    send exactly the window and no more (the next byte is its flow-control error)."""
+    conn = manual_stream(1000)
+    conn.receive(headers_frame(1, RESPONSE))
+    for _ in range(10):
+        (event,) = conn.receive(data_frame(1, bytes(100)))
+        assert isinstance(event, DataReceived)
+    assert sent(conn) == b""
+    assert conn.unacknowledged(1) == 1000
+    with pytest.raises(H2ConnectionError) as exc:
+        conn.receive(data_frame(1, b"x"))
+    assert_failed(conn, exc, ErrorCode.FLOW_CONTROL_ERROR)
+
+
+def test_consumed_data_is_given_back_at_half_a_window() -> None:
+    conn = manual_stream(1000)
+    conn.receive(data_frame(1, bytes(900)))
+    conn.acknowledge_received_data(1, 499)
+    assert sent(conn) == b""
+    conn.acknowledge_received_data(1, 1)
+    assert sent_frames(conn) == [(WINDOW_UPDATE, 0, 1, struct.pack(">L", 500))]
+    assert conn.unacknowledged(1) == 400
+    # 600 more fit now (100 left + the 500 given back), and no more.
+    conn.receive(data_frame(1, bytes(600)))
+    conn.acknowledge_received_data(1, 5000)  # more than it holds: what it holds
+    assert conn.unacknowledged(1) == 0
+    assert sent_frames(conn) == [(WINDOW_UPDATE, 0, 1, struct.pack(">L", 1000))]
+    conn.acknowledge_received_data(7, 10)  # an unknown stream: nothing
+    assert sent(conn) == b""
+
+
+def test_padding_of_a_manual_stream_goes_back_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(h2c, "_CONNECTION_REFILL", 100)
+    conn = manual_stream(1000)
+    conn.receive(data_frame(1, bytes(10), pad=99))  # 1 + 99 octets of padding
+    assert conn.unacknowledged(1) == 10
+    assert sent_frames(conn) == [(WINDOW_UPDATE, 0, 0, struct.pack(">L", 100))]
+
+
+def test_a_dropped_stream_gives_its_unconsumed_data_back_to_the_connection(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Or the connection window would shrink by what every cancelled stream held."""
+    monkeypatch.setattr(h2c, "_CONNECTION_REFILL", 500)
+    for forget in ("reset", "end", "rst_stream", "goaway"):
+        conn = manual_stream(1000)
+        conn.receive(data_frame(1, bytes(600)))
+        assert sent(conn) == b""
+        if forget == "reset":
+            conn.reset_stream(1)
+        elif forget == "end":
+            conn.end_stream(1)
+        elif forget == "rst_stream":
+            conn.receive(rst_stream(1, ErrorCode.CANCEL))
+        else:
+            conn.open_stream(REQUEST_BLOCK)
+            conn.receive(goaway(0))
+        updates = [f for f in sent_frames(conn) if f[0] == WINDOW_UPDATE]
+        assert updates == [(WINDOW_UPDATE, 0, 0, struct.pack(">L", 600))], forget
+        assert conn.unacknowledged(1) == 0
+
+
+def test_receive_window_must_be_a_window() -> None:
+    for bad in (0, -1, MAX_WINDOW + 1):
+        with pytest.raises(InvalidInputError):
+            H2Connection(receive_window=bad)
 
 
 # ------------------------------------------------------------------------------- violations

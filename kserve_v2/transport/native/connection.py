@@ -82,6 +82,10 @@ _GOODBYE_DRAIN: Final = 0.2
 # waits. Beyond this the server is taken to have stopped reading and the connection is
 # dropped: a server that floods PINGs without reading cannot grow our buffer without end.
 _PAUSED_WRITE_LIMIT: Final = 4 << 20
+# How far an asyncio stream call's reader may fall behind (bytes of whole messages received
+# and not yet read) before its stream's DATA stops going back to the flow-control windows:
+# beyond it the server may send one stream window more, then waits for the reader.
+_STREAM_BACKLOG: Final = 4 << 20
 
 
 class CallNotStarted(Exception):
@@ -590,6 +594,9 @@ class AsyncConnection(asyncio.Protocol):
         self.transport: asyncio.Transport | None = None
         self._on_retire = on_retire
         self._calls: dict[int, tuple[CallResponse, asyncio.Future[None]]] = {}
+        # Stream calls that acknowledge their DATA as their reader takes it: how many bytes
+        # of messages each has waiting to be read.
+        self._backlogs: dict[int, Callable[[], int]] = {}
         # Set whenever a sender waiting for flow-control window should look again.
         self._window = asyncio.Event()
         self.lost: BaseException | None = None
@@ -660,6 +667,8 @@ class AsyncConnection(asyncio.Protocol):
                     try:
                         if kind is DataReceived:
                             response.data(event.data, event.end_stream)  # type: ignore[attr-defined]
+                            if self._backlogs:
+                                self._release(event.stream_id)  # type: ignore[attr-defined]
                         else:
                             response.headers(event.headers, event.end_stream)  # type: ignore[attr-defined]
                     except KServeError as exc:
@@ -667,6 +676,7 @@ class AsyncConnection(asyncio.Protocol):
                         continue
                     if response.done:
                         del self._calls[event.stream_id]  # type: ignore[attr-defined]
+                        self._backlogs.pop(event.stream_id, None)  # type: ignore[attr-defined]
                         self.h2.end_stream(event.stream_id)  # type: ignore[attr-defined]
                         self.answered += 1
                         if not future.done():
@@ -676,6 +686,7 @@ class AsyncConnection(asyncio.Protocol):
                 elif kind is StreamReset:
                     assert isinstance(event, StreamReset)
                     entry = self._calls.pop(event.stream_id, None)
+                    self._backlogs.pop(event.stream_id, None)
                     if entry is not None and not entry[0].done and not entry[1].done():
                         entry[1].set_exception(
                             _reset_call_error(event, entry[0], self.settings.url)
@@ -714,6 +725,7 @@ class AsyncConnection(asyncio.Protocol):
                 retry = stream_id in self._reused_calls and not response.http_status
                 future.set_exception(CallNotStarted() if retry else error)
         self._calls.clear()
+        self._backlogs.clear()
         self._window.set()
 
     # -- the connection's state
@@ -786,6 +798,7 @@ class AsyncConnection(asyncio.Protocol):
             self.lost = exc  # also the answer to calls that come after (see call)
         calls = list(self._calls.values())
         self._calls.clear()
+        self._backlogs.clear()
         self.retire()
         for _response, future in calls:
             if not future.done():
@@ -804,15 +817,40 @@ class AsyncConnection(asyncio.Protocol):
         response: CallResponse,
         future: asyncio.Future[None],
         end_stream: bool = False,
+        backlog: Callable[[], int] | None = None,
     ) -> int:
         """Start a stream; the connection feeds ``response`` and resolves ``future`` when
-        the stream ends (or fails it). Returns the stream's id."""
-        stream_id = self.h2.open_stream(block, end_stream=end_stream)
+        the stream ends (or fails it). Returns the stream's id.
+
+        ``backlog`` (stream calls) says how many bytes of messages wait for the call's
+        reader: the stream's DATA then goes back to the flow-control windows only while
+        that is under ``_STREAM_BACKLOG`` (see :meth:`release`), so a reader that falls
+        behind slows the server down instead of growing the backlog."""
+        stream_id = self.h2.open_stream(
+            block, end_stream=end_stream, acknowledge_on_receipt=backlog is None
+        )
         self._calls[stream_id] = (response, future)
+        if backlog is not None:
+            self._backlogs[stream_id] = backlog
         return stream_id
+
+    def _release(self, stream_id: int) -> None:
+        backlog = self._backlogs.get(stream_id)
+        if backlog is not None and backlog() <= _STREAM_BACKLOG:
+            held = self.h2.unacknowledged(stream_id)
+            if held:
+                self.h2.acknowledge_received_data(stream_id, held)
+
+    def release(self, stream_id: int) -> None:
+        """A stream call's reader took messages: give the stream's DATA back to the
+        flow-control windows if its backlog is small enough now."""
+        self._release(stream_id)
+        if self.h2.has_data_to_send:
+            self.flush()
 
     def drop(self, stream_id: int, code: int) -> None:
         """Reset a call's stream and forget it, if the connection still has it."""
+        self._backlogs.pop(stream_id, None)
         if self._calls.pop(stream_id, None) is not None:
             self.h2.reset_stream(stream_id, code)
             self.flush()

@@ -472,6 +472,7 @@ class AsyncNativeStreamCall(_StreamCall):
         self._end: asyncio.Future[None] = loop.create_future()
         self._end.add_done_callback(self._ended)
         self._waiter: asyncio.Future[None] | None = None  # the reader waiting for messages
+        self._backlog = 0  # bytes of the messages waiting for the reader
         self._conn: AsyncConnection | None = None
         self._opening: asyncio.Future[None] | None = None
         self._stream_id = 0
@@ -482,6 +483,7 @@ class AsyncNativeStreamCall(_StreamCall):
 
     def _on_message(self, data: StreamMessage) -> None:
         self._messages.append(data)
+        self._backlog += len(data)
         waiter = self._waiter
         if waiter is not None:
             self._waiter = None
@@ -551,12 +553,19 @@ class AsyncNativeStreamCall(_StreamCall):
         self._conn = conn
         try:
             self._stream_id = conn.open_call(
-                self._block, self._response, self._end, end_stream=self._half_closed
+                self._block,
+                self._response,
+                self._end,
+                end_stream=self._half_closed,
+                backlog=self._backlog_size,
             )
         except KServeError as exc:
             self._fail(exc)
             return
         conn.flush()
+
+    def _backlog_size(self) -> int:
+        return self._backlog
 
     # -- the caller's side
 
@@ -567,7 +576,11 @@ class AsyncNativeStreamCall(_StreamCall):
         messages = self._messages
         while True:
             if messages and not self._cancelled:
-                return messages.popleft()
+                message = messages.popleft()
+                self._backlog -= len(message)
+                if self._conn is not None:
+                    self._conn.release(self._stream_id)  # the server may send more now
+                return message
             if self._finished:
                 if self._error is not None and not self._cancelled:
                     raise self._error
