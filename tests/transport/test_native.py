@@ -241,17 +241,12 @@ def test_connection_retired_while_idle(
     assert [len(peer.requests) for peer in server.peers] == [1, 1]
 
 
-@pytest.mark.parametrize(
-    "mode",
-    [
-        "sync",
-        "async",
-    ],
-)
-def test_reused_connection_closed_before_answer_is_retried(serve: Serve, connect: Connect) -> None:
-    """A pooled connection that turns out closed before the call got any answer (the server
-    closed it as the request went out) is retried on a new connection, as the module
-    documents."""
+def test_reused_connection_closed_after_the_request_is_not_retried(
+    serve: Serve, connect: Connect
+) -> None:
+    """A pooled connection closed after the server read the request, before any answer:
+    the server may have run it, so the call is not sent again (the model would run twice);
+    it fails with TransportError, and the next call works on a new connection."""
 
     def respond(peer: Peer, request: Request, n: int) -> None:
         if n == 0:
@@ -262,6 +257,9 @@ def test_reused_connection_closed_before_answer_is_retried(serve: Serve, connect
     server = serve(each_request(respond))
     client = connect(server)
     assert client.live() is True
+    with pytest.raises(TransportError, match="UNAVAILABLE"):
+        client.live()
+    assert sum(len(peer.requests) for peer in server.peers) == 2  # received once, not twice
     assert client.live() is True
     assert server.accepted == 2
 

@@ -3,8 +3,8 @@
 :class:`NativeGRPCChannel` (sync) keeps a pool of :class:`SyncConnection` s and runs one call at
 a time on each, on the calling thread; :class:`AsyncNativeGRPCChannel` multiplexes the calls
 of one event loop over an :class:`AsyncConnection`. What a call sends is prepared once by the
-channel's :class:`ChannelSettings`; a call the server never saw (:class:`CallNotStarted`) is
-retried once on a new connection.
+channel's :class:`ChannelSettings`; a call HTTP/2 says the server did not process
+(:class:`CallNotStarted`) is retried once on a new connection.
 """
 
 from __future__ import annotations
@@ -90,8 +90,7 @@ class NativeGRPCChannel(_NativeChannel[NativeStreamCall]):
                 conn = self._idle.pop() if self._idle else None
             if conn is None:
                 return SyncConnection.open(self.settings, deadline)
-            if conn.usable():
-                conn.reused = True
+            if conn.usable():  # checked before anything is written on it
                 return conn
             conn.close()
 

@@ -9,8 +9,8 @@
 * :class:`SyncConnection`: a socket and its HTTP/2 state, used by one call at a time on the
   calling thread (no reader thread); :class:`AsyncConnection`: an ``asyncio.Protocol`` that
   multiplexes the concurrent calls of one event loop.
-* :class:`CallNotStarted`: the signal that a call never reached the server and may be
-  retried on a new connection.
+* :class:`CallNotStarted`: the signal that HTTP/2 says the server did not process a call,
+  which may then be retried on a new connection.
 
 Nothing here knows the channels: a channel pools these connections, a stream call owns (sync)
 or shares (async) one.
@@ -53,7 +53,7 @@ from kserve_v2.h2.connection import (
     StreamReset,
 )
 from kserve_v2.h2.frames import ErrorCode
-from kserve_v2.transport.sockets import CONNECTION_LOST, HAS_SENDMSG, IOV_MAX, sendmsg_rest
+from kserve_v2.transport.sockets import HAS_SENDMSG, IOV_MAX, sendmsg_rest
 
 __all__ = [
     "AsyncConnection",
@@ -89,8 +89,10 @@ _STREAM_BACKLOG: Final = 4 << 20
 
 
 class CallNotStarted(Exception):
-    """The call never reached the server (a pooled connection the server had closed, or a
-    stream it refused): the channel retries it once on a new connection."""
+    """HTTP/2 says the server did not process the call: it refused the stream (RST_STREAM
+    REFUSED_STREAM, or a stream id above GOAWAY's last-stream-id). The channel retries it
+    once on a new connection; nothing else is ever sent twice (a pooled connection is
+    checked before a request is written on it, see ``SyncConnection.usable``)."""
 
 
 class ConnectionClosed(ConnectionResetError):
@@ -359,14 +361,13 @@ class SyncConnection:
     :meth:`read_events`); :meth:`poll_events` reads without waiting.
     """
 
-    __slots__ = ("_buffer", "_nonblocking", "_view", "h2", "reused", "settings", "sock", "tls")
+    __slots__ = ("_buffer", "_nonblocking", "_view", "h2", "settings", "sock", "tls")
 
     def __init__(self, sock: socket.socket, settings: ChannelSettings) -> None:
         self.sock = sock
         self.settings = settings
         self.tls = settings.ssl is not None
         self.h2 = H2Connection()
-        self.reused = False
         self._buffer = bytearray(_RECV_SIZE)
         self._view = memoryview(self._buffer)
         # The socket's timeout is 0 (poll_events) until a blocking use re-arms it; switching
@@ -506,12 +507,12 @@ class SyncConnection:
     ) -> CallResponse:
         """Run one call to its end on this connection (``parts`` is consumed).
 
-        Raises :class:`CallNotStarted` when a reused connection turned out closed before any
-        answer, or the server refused the stream."""
+        Raises :class:`CallNotStarted` when the server refused the stream (RST_STREAM
+        REFUSED_STREAM, or GOAWAY below it). A connection lost once the request was written
+        is the call's error, never a retry: the server may have run it."""
         h2 = self.h2
         response = CallResponse(limit)
         stream_id = h2.open_stream(block)
-        got_bytes = False
         try:
             if queue_data(h2, stream_id, parts, True):
                 # The window is full: send what is queued, read until it opens (or the
@@ -519,7 +520,6 @@ class SyncConnection:
                 while True:
                     self.flush(deadline)
                     while not response.done and not h2.send_window(stream_id):
-                        got_bytes = True
                         others = feed_response(self.read_events(deadline), stream_id, response)
                         if others is not None:
                             self._check_reset(others, stream_id, response)
@@ -529,16 +529,11 @@ class SyncConnection:
             self.flush(deadline)
             while not response.done:
                 events = self.read_events(deadline)
-                got_bytes = True
                 others = feed_response(events, stream_id, response)
                 if others is not None:
                     self._check_reset(others, stream_id, response)
                 if h2.has_data_to_send:
                     self.flush(deadline)
-        except CONNECTION_LOST as exc:
-            if self.reused and not got_bytes:
-                raise CallNotStarted from exc
-            raise
         except ProtocolError as exc:
             if not isinstance(exc, H2ConnectionError):
                 # A malformed response, not a broken connection: a stream error (RFC 9113
@@ -601,10 +596,6 @@ class AsyncConnection(asyncio.Protocol):
         self._window = asyncio.Event()
         self.lost: BaseException | None = None
         self.retired = False
-        # Calls answered on this connection; unary calls started once it had answered one,
-        # i.e. on a connection that had proved itself (see connection_lost).
-        self.answered = 0
-        self._reused_calls: set[int] = set()
         # Resolved by connection_lost: aclose waits for it (TLS shutdown takes a round trip).
         self._loop = asyncio.get_running_loop()
         self.gone: asyncio.Future[None] = self._loop.create_future()
@@ -678,7 +669,6 @@ class AsyncConnection(asyncio.Protocol):
                         del self._calls[event.stream_id]  # type: ignore[attr-defined]
                         self._backlogs.pop(event.stream_id, None)  # type: ignore[attr-defined]
                         self.h2.end_stream(event.stream_id)  # type: ignore[attr-defined]
-                        self.answered += 1
                         if not future.done():
                             future.set_result(None)
                         if self.retired and not self._calls:
@@ -718,12 +708,10 @@ class AsyncConnection(asyncio.Protocol):
         if self.lost is None:  # a protocol error that closed it stays the reason
             self.lost = error
         self.retire()
-        for stream_id, (response, future) in self._calls.items():
+        # Never retried: a call whose request was written may have run on the server.
+        for _response, future in self._calls.values():
             if not future.done():
-                # Retried only when this connection had proved itself before the call
-                # started (a stale connection) and the call got no answer at all.
-                retry = stream_id in self._reused_calls and not response.http_status
-                future.set_exception(CallNotStarted() if retry else error)
+                future.set_exception(error)
         self._calls.clear()
         self._backlogs.clear()
         self._window.set()
@@ -892,8 +880,6 @@ class AsyncConnection(asyncio.Protocol):
         response = CallResponse(limit)
         future: asyncio.Future[None] = loop.create_future()
         stream_id = self.open_call(block, response, future)
-        if self.answered:
-            self._reused_calls.add(stream_id)
         # A timer, not asyncio.wait_for: no extra task per call.
         timer = loop.call_at(deadline, self._expire, stream_id) if deadline is not None else None
         try:
@@ -906,7 +892,6 @@ class AsyncConnection(asyncio.Protocol):
             self.drop(stream_id, ErrorCode.CANCEL)
             raise
         finally:
-            self._reused_calls.discard(stream_id)
             if timer is not None:
                 timer.cancel()
         return response
