@@ -221,10 +221,23 @@ def output_placements(request: InferRequest) -> dict[str, SharedMemoryPlacement]
     return {o.name: o.shared_memory for o in request.outputs if o.shared_memory is not None}
 
 
+def _check_unique_names(names: list[str]) -> None:
+    """Raise ProtocolError when an output name comes twice (which tensor would be meant?)."""
+    if len(set(names)) == len(names):
+        return
+    seen: set[str] = set()
+    for name in names:
+        if name in seen:
+            raise ProtocolError(f"inference response names output {name!r} more than once")
+        seen.add(name)
+
+
 def _infer_result(fields: wire.InferResponseFields, placements: Placements | None) -> InferResult:
     """The :class:`InferResult` of a decoded response's fields (see
     :func:`decode_infer_response`)."""
     model_name, model_version, id, parameters, outputs, raw_output_contents = fields
+    if len(outputs) > 1:
+        _check_unique_names([output[0] for output in outputs])
     placements = placements or {}
     raws: list[memoryview | None] = list(raw_output_contents)
     if raws and len(raws) != len(outputs):

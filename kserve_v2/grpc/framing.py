@@ -62,9 +62,13 @@ _HTTP_TO_GRPC: Final = {
 _PREFIX: Final = struct.Struct(">BL")
 USER_AGENT: Final = f"kserve-v2/{__version__}"
 ACCEPT_ENCODING: Final = "identity,deflate,gzip"
-# A message's buffer is preallocated up to this size when its prefix arrives; beyond it, it
-# grows as the bytes come, so a peer's length prefix alone cannot make us allocate gigabytes.
-_PREALLOCATE_LIMIT: Final = 64 << 20
+# Memory follows the bytes received, not the length a prefix announces: a message's buffer
+# starts at most this large when its prefix arrives, then grows geometrically (by
+# _GROWTH) as its bytes come, never beyond the message. A 112-byte reply announcing 64 MiB
+# costs this much, not 64 MiB; a real 64 MiB message costs a few reallocations (which
+# mostly move pages, not bytes) on top of its one copy.
+_FIRST_ALLOCATION: Final = 1 << 20
+_GROWTH: Final = 2
 
 
 def message_prefix(length: int, compressed: bool = False) -> bytes:
@@ -209,15 +213,12 @@ class MessageReader:
         while pos < end:
             buffer = self._buffer
             if buffer is not None:
-                take = min(self._need - self._filled, end - pos)
                 filled = self._filled
-                room = len(buffer) - filled  # preallocated space still free
-                if take <= room:
-                    buffer[filled : filled + take] = chunk[pos : pos + take]
-                else:  # past the preallocation: grow with the bytes that really came
-                    if room:
-                        buffer[filled:] = chunk[pos : pos + room]
-                    buffer += chunk[pos + room : pos + take]
+                take = min(self._need - filled, end - pos)
+                size = len(buffer)
+                if filled + take > size:  # grow geometrically, up to the message's length
+                    buffer += bytes(min(self._need, max(size * _GROWTH, filled + take)) - size)
+                buffer[filled : filled + take] = chunk[pos : pos + take]
                 self._filled = filled + take
                 pos += take
                 if self._filled == self._need:
@@ -247,7 +248,7 @@ class MessageReader:
             self._flag = flag
             self._need = length
             self._filled = 0
-            self._buffer = bytearray(min(length, _PREALLOCATE_LIMIT))
+            self._buffer = bytearray(min(length, _FIRST_ALLOCATION))
 
     def _check(self, flag: int, length: int) -> bool:
         if flag > 1:

@@ -21,9 +21,19 @@ Design choices, for speed on small calls and no copies on large ones:
 * Receive windows are as large as HTTP/2 allows and topped up when half used, so the peer
   never waits on us; the caller buffers what it receives.
 
-Every violation by the peer raises :class:`H2ConnectionError` (a
-:class:`~kserve_v2.errors.ProtocolError`) after a GOAWAY naming the error is queued; the
-connection is unusable afterwards. Malformed input never raises anything else.
+Every stream this side opens follows one state table, :data:`STREAM_TRANSITIONS` (RFC 9113
+section 5.1, written out like h11's ``_state.py``). Three kinds of trouble, three answers:
+
+* the peer breaks HTTP/2: :class:`H2ConnectionError` (a
+  :class:`~kserve_v2.errors.ProtocolError`) after a GOAWAY naming the error is queued; the
+  connection is unusable afterwards. Malformed input never raises anything else.
+* the peer's response on one stream is malformed (RFC 9113 section 8: header names and
+  pseudo-headers, checked like python-hyper/h2's ``validate_headers``): a stream error; the
+  stream is reset with PROTOCOL_ERROR and reported as a :class:`StreamReset` carrying the
+  ``error``, and the connection goes on.
+* this side asks for something the state does not allow (sending after its own END_STREAM,
+  on a closed stream, opening one after GOAWAY): :class:`H2StateError`, an
+  :class:`~kserve_v2.errors.InvalidInputError` naming the state, never a ProtocolError.
 
 Example::
 
@@ -39,11 +49,13 @@ Example::
 
 from __future__ import annotations
 
+import enum
+import re
 import struct
 from collections.abc import Sequence
 from typing import Final
 
-from kserve_v2.errors import ProtocolError
+from kserve_v2.errors import InvalidInputError, ProtocolError
 from kserve_v2.h2.frames import (
     CONTINUATION,
     DATA,
@@ -66,21 +78,27 @@ from kserve_v2.h2.frames import (
     SETTINGS,
     WINDOW_UPDATE,
     ErrorCode,
+    FrameType,
     Setting,
     frame_header,
 )
 from kserve_v2.h2.hpack import Decoder, HPACKError
 
 __all__ = [
+    "CONTINUATION_BACKLOG",
     "DataReceived",
     "Event",
     "GoAwayReceived",
     "H2ConnectionError",
     "H2Connection",
+    "H2StateError",
     "HeadersReceived",
     "PingAcknowledged",
+    "StreamInput",
     "StreamReset",
+    "StreamState",
     "WindowUpdated",
+    "check_response_headers",
 ]
 
 Buffer = bytes | bytearray | memoryview
@@ -93,12 +111,23 @@ _SETTING: Final = struct.Struct(">HL")
 #: SETTINGS_MAX_FRAME_SIZE this side announces: large DATA frames mean fewer frames to parse
 #: for big tensors; header blocks of this size are still bounded by max_header_list_size.
 RECEIVE_MAX_FRAME_SIZE: Final = 1 << 20
-#: Stream and connection receive windows: the largest allowed.
-RECEIVE_WINDOW: Final = MAX_WINDOW
-# Top a receive window up once this much of it has been used.
-_WINDOW_REFILL: Final = RECEIVE_WINDOW // 2
-# Header blocks (HEADERS + CONTINUATION) larger than this are refused before decoding.
+#: Each stream's receive window (our SETTINGS_INITIAL_WINDOW_SIZE): what a server may send
+#: on a stream beyond what this side has consumed. Refilled once half is consumed, it is
+#: large enough that a fast server does not wait for us on loopback or a fast network, and
+#: it bounds what a stream whose reader falls behind can make us buffer.
+RECEIVE_WINDOW: Final = 16 << 20
+#: The connection's receive window: the largest allowed (the stream windows are the bound).
+CONNECTION_RECEIVE_WINDOW: Final = MAX_WINDOW
+# Top the connection window up once this much of it has been consumed.
+_CONNECTION_REFILL: Final = CONNECTION_RECEIVE_WINDOW // 2
+#: The largest header list (RFC 7541 sizes) this side accepts, announced as
+#: SETTINGS_MAX_HEADER_LIST_SIZE. A header block (HEADERS + CONTINUATION, still compressed)
+#: larger than the limit is refused before it is decoded: HPACK never makes a field longer
+#: than the 32 bytes of overhead each one counts for.
 DEFAULT_MAX_HEADER_LIST_SIZE: Final = 1 << 20
+#: CONTINUATION frames one header block may take (python-hyper/h2's bound): empty ones
+#: cost nothing on the wire, and without a bound a peer could send them for ever.
+CONTINUATION_BACKLOG: Final = 64
 
 
 class H2ConnectionError(ProtocolError):
@@ -108,6 +137,174 @@ class H2ConnectionError(ProtocolError):
     def __init__(self, message: str, code: int = ErrorCode.PROTOCOL_ERROR) -> None:
         super().__init__(message)
         self.code = code
+
+
+class H2StateError(InvalidInputError):
+    """This side asked for something the connection's state does not allow: sending on a
+    stream after its own END_STREAM, on a stream that is closed or was never opened, opening
+    a stream once no more may open, feeding bytes to a closed connection. The caller's
+    mistake, never the peer's (that is :class:`H2ConnectionError`); the connection is
+    unharmed. ``stream_id`` and ``state`` say where it happened (0 and None: the connection).
+    """
+
+    def __init__(
+        self, message: str, *, stream_id: int = 0, state: StreamState | None = None
+    ) -> None:
+        super().__init__(message)
+        self.stream_id = stream_id
+        self.state = state
+
+
+# ------------------------------------------------------------------------- stream states
+
+
+@enum.unique
+class StreamState(enum.IntEnum):
+    """The states of a stream this client opened (RFC 9113 section 5.1; "idle" and
+    "reserved" never apply: a client stream opens with its HEADERS, and push is off)."""
+
+    #: Both sides may send.
+    OPEN = 0
+    #: We sent END_STREAM; the server may still send.
+    HALF_CLOSED_LOCAL = 1
+    #: The server sent END_STREAM; we may still send.
+    HALF_CLOSED_REMOTE = 2
+    #: Both sides ended, or the stream was reset.
+    CLOSED = 3
+
+
+@enum.unique
+class StreamInput(enum.IntEnum):
+    """What happens to a stream: a frame sent or received."""
+
+    #: We send DATA (or anything else that does not end our side).
+    SEND_DATA = 0
+    #: We end our side: DATA or trailers with END_STREAM.
+    SEND_END_STREAM = 1
+    #: The server sends a header block (response headers or trailers).
+    RECV_HEADERS = 2
+    #: The server sends DATA.
+    RECV_DATA = 3
+    #: The server's frame carries END_STREAM.
+    RECV_END_STREAM = 4
+    #: Either side resets the stream.
+    RESET = 5
+
+
+_S = StreamState
+_I = StreamInput
+#: The whole stream state machine (h11's ``_state.py`` habit): (state, input) -> next state.
+#: A pair that is missing is illegal: our own inputs raise :class:`H2StateError` naming the
+#: state, the peer's are a connection error (STREAM_CLOSED).
+STREAM_TRANSITIONS: Final[dict[tuple[StreamState, StreamInput], StreamState]] = {
+    (_S.OPEN, _I.SEND_DATA): _S.OPEN,
+    (_S.OPEN, _I.SEND_END_STREAM): _S.HALF_CLOSED_LOCAL,
+    (_S.OPEN, _I.RECV_HEADERS): _S.OPEN,
+    (_S.OPEN, _I.RECV_DATA): _S.OPEN,
+    (_S.OPEN, _I.RECV_END_STREAM): _S.HALF_CLOSED_REMOTE,
+    (_S.OPEN, _I.RESET): _S.CLOSED,
+    (_S.HALF_CLOSED_LOCAL, _I.RECV_HEADERS): _S.HALF_CLOSED_LOCAL,
+    (_S.HALF_CLOSED_LOCAL, _I.RECV_DATA): _S.HALF_CLOSED_LOCAL,
+    (_S.HALF_CLOSED_LOCAL, _I.RECV_END_STREAM): _S.CLOSED,
+    (_S.HALF_CLOSED_LOCAL, _I.RESET): _S.CLOSED,
+    (_S.HALF_CLOSED_REMOTE, _I.SEND_DATA): _S.HALF_CLOSED_REMOTE,
+    (_S.HALF_CLOSED_REMOTE, _I.SEND_END_STREAM): _S.CLOSED,
+    (_S.HALF_CLOSED_REMOTE, _I.RESET): _S.CLOSED,
+}
+# The table as nested tuples, _NEXT[state][input] (None: illegal): two index operations per
+# frame instead of hashing a pair of enum members.
+_NEXT: Final = tuple(
+    tuple(STREAM_TRANSITIONS.get((state, event)) for event in StreamInput) for state in StreamState
+)
+# The inputs as module constants, for the per-frame paths (see frames.py on enum attributes).
+_SEND_DATA: Final = StreamInput.SEND_DATA
+_SEND_END_STREAM: Final = StreamInput.SEND_END_STREAM
+_RECV_HEADERS: Final = StreamInput.RECV_HEADERS
+_RECV_DATA: Final = StreamInput.RECV_DATA
+_RECV_END_STREAM: Final = StreamInput.RECV_END_STREAM
+_HALF_CLOSED_REMOTE: Final = StreamState.HALF_CLOSED_REMOTE
+del _S, _I
+
+
+# ----------------------------------------------------------------------- header checks
+
+# RFC 9110 section 5.1 field names (tokens), lowercase as RFC 9113 section 8.2.1 requires.
+_FIELD_NAME: Final = re.compile(r"[!#$%&'*+\-.^_`|~0-9a-z]+")
+# RFC 9113 section 8.2.1: no NUL, CR or LF anywhere in a value.
+_BAD_VALUE_CHAR: Final = re.compile(r"[\x00\r\n]")
+# Hop-by-hop fields, which HTTP/2 forbids (RFC 9113 section 8.2.2).
+_CONNECTION_FIELDS: Final = frozenset(
+    {"connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade"}
+)
+
+
+def _field_problem(name: str, value: str) -> str | None:
+    """What is wrong with a regular (not pseudo-) field, or None."""
+    if not _FIELD_NAME.fullmatch(name):
+        return f"invalid header name {name!r}"
+    if name in _CONNECTION_FIELDS:
+        return f"connection-specific header {name!r}"
+    if name == "te" and value != "trailers":
+        return f"te header {value!r} (only 'trailers' is allowed)"
+    if _BAD_VALUE_CHAR.search(value) or value[:1] in (" ", "\t") or value[-1:] in (" ", "\t"):
+        return f"invalid value of header {name!r}: {value[:80]!r}"
+    return None
+
+
+def check_response_headers(
+    headers: Sequence[tuple[str, str]],
+    trailers: bool,
+    checked: set[tuple[str, str]] | None = None,
+) -> str | None:
+    """What makes a response header block (or, with ``trailers``, a trailer block) malformed
+    under RFC 9113 section 8, or None when it is well formed (python-hyper/h2's
+    ``validate_headers`` rules): names lowercase tokens, values without NUL/CR/LF or
+    surrounding whitespace, no connection-specific fields; pseudo-headers first, only
+    ``:status`` (three digits) and exactly once in a response, none in trailers.
+
+    ``checked`` remembers regular fields already found valid (header blocks repeat the same
+    fields call after call); the caller bounds its size.
+
+    Example::
+
+        check_response_headers([(":status", "200")], trailers=False)  # None
+        check_response_headers([("grpc-status", "0")], trailers=False)  # "... no :status"
+    """
+    status = None
+    regular = False
+    for field in headers:
+        name = field[0]
+        if name and name[0] == ":":
+            if trailers:
+                return f"pseudo-header {name!r} in trailers"
+            if regular:
+                return f"pseudo-header {name!r} after a regular header"
+            if name != ":status":
+                return f"pseudo-header {name!r} in a response"
+            if status is not None:
+                return "more than one :status"
+            status = field[1]
+            if not (len(status) == 3 and status.isascii() and status.isdigit()):
+                return f":status {status[:40]!r} is not a three-digit code"
+            continue
+        regular = True
+        if checked is not None and field in checked:
+            continue
+        problem = _field_problem(name, field[1])
+        if problem is not None:
+            return problem
+        if checked is not None:
+            checked.add(field)
+    if status is None and not trailers:
+        return "response headers without :status"
+    return None
+
+
+# Fields, and whole header blocks, remembered as valid per connection, at most (then
+# forgotten all at once): a server's blocks repeat call after call, and a block seen before
+# costs one lookup instead of a check of each field.
+_CHECKED_FIELDS_MAX: Final = 256
+_CHECKED_BLOCKS_MAX: Final = 64
 
 
 # ---------------------------------------------------------------------------------- events
@@ -151,14 +348,24 @@ class DataReceived(Event):
 
 
 class StreamReset(Event):
-    """The peer reset a stream (RST_STREAM), or GOAWAY left it unprocessed (``refused``)."""
+    """A stream ended early: the peer reset it (RST_STREAM), GOAWAY left it unprocessed
+    (``refused``), or the peer's response on it was malformed (``error``, the
+    :class:`~kserve_v2.errors.ProtocolError` to report; this side reset it with
+    PROTOCOL_ERROR, RFC 9113 section 8.1.1, and the connection goes on)."""
 
-    __slots__ = ("error_code", "refused", "stream_id")
+    __slots__ = ("error", "error_code", "refused", "stream_id")
 
-    def __init__(self, stream_id: int, error_code: int, refused: bool = False) -> None:
+    def __init__(
+        self,
+        stream_id: int,
+        error_code: int,
+        refused: bool = False,
+        error: ProtocolError | None = None,
+    ) -> None:
         self.stream_id = stream_id
         self.error_code = error_code
         self.refused = refused
+        self.error = error
 
     def __repr__(self) -> str:
         return f"StreamReset({self.stream_id}, {ErrorCode.name_of(self.error_code)})"
@@ -203,18 +410,44 @@ class PingAcknowledged(Event):
 
 
 class _Stream:
-    __slots__ = ("recv_unacked", "remote_closed", "send_window")
+    __slots__ = (
+        "acknowledge_on_receipt",
+        "held",
+        "recv_consumed",
+        "recv_window",
+        "response_started",
+        "send_window",
+        "state",
+    )
 
-    def __init__(self, send_window: int) -> None:
+    def __init__(
+        self, send_window: int, recv_window: int, state: StreamState, on_receipt: bool
+    ) -> None:
         self.send_window = send_window
-        self.recv_unacked = 0
-        self.remote_closed = False
+        self.recv_window = recv_window  # what the peer may still send
+        self.recv_consumed = 0  # consumed, not yet given back with WINDOW_UPDATE
+        self.held = 0  # received, not yet acknowledged by the caller
+        self.acknowledge_on_receipt = on_receipt
+        self.state = state
+        self.response_started = False  # the final (not 1xx) response headers arrived
 
 
 class H2Connection:
     """A client HTTP/2 connection's state; see the module docstring."""
 
-    def __init__(self, *, max_header_list_size: int = DEFAULT_MAX_HEADER_LIST_SIZE) -> None:
+    def __init__(
+        self,
+        *,
+        max_header_list_size: int = DEFAULT_MAX_HEADER_LIST_SIZE,
+        receive_window: int | None = None,
+    ) -> None:
+        window = RECEIVE_WINDOW if receive_window is None else receive_window
+        if not 0 < window <= MAX_WINDOW:
+            raise InvalidInputError(
+                f"receive_window must be between 1 and 2**31-1, not {window}", value=window
+            )
+        self._stream_window = window
+        self._stream_refill = max(1, window // 2)
         self._decoder = Decoder(max_header_list_size=max_header_list_size)
         self._max_header_list_size = max_header_list_size
         self._out: list[Buffer] = []
@@ -225,8 +458,9 @@ class H2Connection:
         self.peer_initial_window = DEFAULT_WINDOW
         self.peer_max_concurrent_streams: int | None = None
         self._send_window = DEFAULT_WINDOW
-        # Receive side.
-        self._recv_unacked = 0
+        # Receive side: the connection window (raised by initiate), what of it was consumed.
+        self._recv_window = DEFAULT_WINDOW
+        self._recv_consumed = 0
         self._buf = bytearray()  # an incomplete frame header or control frame
         self._data_stream = 0  # the DATA frame whose payload is arriving
         self._data_left = 0  # its payload bytes still to come
@@ -236,9 +470,15 @@ class H2Connection:
         self._header_parts: list[bytes] = []
         self._header_end_stream = False
         self._header_size = 0
+        self._header_frames = 0  # CONTINUATION frames of the block so far
         self.goaway: GoAwayReceived | None = None
         self.closed = False
         self._got_bytes = False
+        self._got_settings = False  # the server's preface (a SETTINGS frame) arrived
+        self._checked_fields: set[tuple[str, str]] = set()
+        # Header blocks found well formed: response headers, and trailers.
+        self._checked_heads: set[tuple[tuple[str, str], ...]] = set()
+        self._checked_trailers: set[tuple[tuple[str, str], ...]] = set()
 
     # ------------------------------------------------------------------ sending
 
@@ -248,15 +488,17 @@ class H2Connection:
             _SETTING.pack(key, value)
             for key, value in (
                 (Setting.ENABLE_PUSH, 0),
-                (Setting.INITIAL_WINDOW_SIZE, RECEIVE_WINDOW),
+                (Setting.INITIAL_WINDOW_SIZE, self._stream_window),
                 (Setting.MAX_FRAME_SIZE, RECEIVE_MAX_FRAME_SIZE),
                 (Setting.MAX_HEADER_LIST_SIZE, self._max_header_list_size),
             )
         )
+        increment = CONNECTION_RECEIVE_WINDOW - DEFAULT_WINDOW
+        self._recv_window += increment
         self._out += (
             PREFACE,
             frame_header(len(settings), SETTINGS, 0, 0) + settings,
-            frame_header(4, WINDOW_UPDATE, 0, 0) + _U32.pack(RECEIVE_WINDOW - DEFAULT_WINDOW),
+            frame_header(4, WINDOW_UPDATE, 0, 0) + _U32.pack(increment),
         )
 
     def data_to_send(self) -> list[Buffer]:
@@ -282,18 +524,70 @@ class H2Connection:
             and (limit is None or len(self._streams) < limit)
         )
 
-    def open_stream(self, header_block: bytes, *, end_stream: bool = False) -> int:
-        """Start a stream with an HPACK-encoded header block; returns its id."""
+    def open_stream(
+        self,
+        header_block: bytes,
+        *,
+        end_stream: bool = False,
+        acknowledge_on_receipt: bool = True,
+    ) -> int:
+        """Start a stream with an HPACK-encoded header block; returns its id.
+
+        The stream's DATA goes back to the flow-control windows as it arrives, or, with
+        ``acknowledge_on_receipt=False``, only as the caller says it consumed it
+        (:meth:`acknowledge_received_data`): then a server cannot send more than the
+        stream's window beyond what the caller has taken, and a slow consumer slows the
+        server down instead of growing a buffer.
+
+        Raises :class:`H2StateError` when :meth:`can_open_stream` says no."""
         if not self.can_open_stream():
-            raise H2ConnectionError("no new stream may be opened on this connection")
+            if self.closed:
+                reason = "it is closed"
+            elif self.goaway is not None:
+                reason = "the server sent GOAWAY"
+            elif self._next_stream_id > MAX_WINDOW:
+                reason = "its stream ids are used up"
+            else:
+                reason = "the server's MAX_CONCURRENT_STREAMS is reached"
+            raise H2StateError(f"no new stream may be opened on this connection: {reason}")
         stream_id = self._next_stream_id
         self._next_stream_id += 2
-        self._streams[stream_id] = _Stream(self.peer_initial_window)
+        state = StreamState.HALF_CLOSED_LOCAL if end_stream else StreamState.OPEN
+        self._streams[stream_id] = _Stream(
+            self.peer_initial_window, self._stream_window, state, acknowledge_on_receipt
+        )
         self._queue_headers(stream_id, header_block, end_stream)
         return stream_id
 
+    def stream_state(self, stream_id: int) -> StreamState | None:
+        """The state of a stream this side opened (CLOSED once forgotten); None for an id
+        never opened."""
+        stream = self._streams.get(stream_id)
+        if stream is not None:
+            return stream.state
+        if stream_id & 1 and 0 < stream_id < self._next_stream_id:
+            return StreamState.CLOSED
+        return None
+
+    def _sending(self, stream_id: int, event: StreamInput) -> _Stream:
+        """The stream, moved on by one of our own inputs; H2StateError if not allowed."""
+        stream = self._streams.get(stream_id)
+        state = stream.state if stream is not None else self.stream_state(stream_id)
+        following = _NEXT[state][event] if state is not None else None
+        if stream is None or following is None:
+            where = state.name if state is not None else "not opened"
+            action = "send DATA" if event == _SEND_DATA else "end the stream"
+            raise H2StateError(
+                f"cannot {action} on stream {stream_id}: it is {where}",
+                stream_id=stream_id,
+                state=state,
+            )
+        stream.state = following
+        return stream
+
     def send_trailers(self, stream_id: int, header_block: bytes) -> None:
         """Queue a header block that ends our side of the stream."""
+        self._sending(stream_id, _SEND_END_STREAM)
         self._queue_headers(stream_id, header_block, True)
 
     def _queue_headers(self, stream_id: int, block: bytes, end_stream: bool) -> None:
@@ -327,8 +621,9 @@ class H2Connection:
         ``end_stream`` takes effect only when all of ``data`` was queued.
         """
         stream = self._streams.get(stream_id)
-        if stream is None:
-            raise H2ConnectionError(f"stream {stream_id} is not open")
+        if stream is None or _NEXT[stream.state][_SEND_DATA] is None:
+            self._sending(stream_id, _SEND_DATA)  # raises, naming the state
+            raise AssertionError("unreachable")
         # Slicing bytes copies: only a payload that fits one frame stays bytes (its one
         # slice is the object itself); anything larger is framed as views into it.
         view: Buffer
@@ -355,25 +650,53 @@ class H2Connection:
                 break
         self._send_window -= allowed
         stream.send_window -= allowed
+        if end_stream and allowed == total:
+            self._sending(stream_id, _SEND_END_STREAM)
         return allowed
 
     def reset_stream(self, stream_id: int, code: int = ErrorCode.CANCEL) -> None:
         """Queue RST_STREAM and forget the stream (its late frames are dropped)."""
-        if self._streams.pop(stream_id, None) is not None:
+        if self._forget(stream_id):
             self._out.append(frame_header(4, RST_STREAM, 0, stream_id) + _U32.pack(code))
-            if stream_id == self._data_stream:
-                self._data_stream = 0  # the rest of the DATA frame arriving now is dropped too
 
     def end_stream(self, stream_id: int) -> None:
         """Forget a stream both sides have finished (its window bookkeeping goes too)."""
-        self._streams.pop(stream_id, None)
+        self._forget(stream_id)
+
+    def _forget(self, stream_id: int) -> bool:
+        """Drop a stream's state; whether there was any. DATA the caller had not acknowledged
+        goes back to the connection window (the stream's is gone with it)."""
+        stream = self._streams.pop(stream_id, None)
+        if stream is None:
+            return False
+        if stream.held:
+            self._consumed(None, 0, stream.held)
         if stream_id == self._data_stream:
-            self._data_stream = 0
+            self._data_stream = 0  # the rest of the DATA frame arriving now is dropped too
+        return True
+
+    def acknowledge_received_data(self, stream_id: int, nbytes: int) -> None:
+        """The caller consumed ``nbytes`` of a stream's DATA (opened with
+        ``acknowledge_on_receipt=False``): they go back to the flow-control windows, and a
+        WINDOW_UPDATE is queued once half a window is free. More than the stream holds, or
+        a stream that is gone (its bytes went back when it went), is ignored."""
+        stream = self._streams.get(stream_id)
+        if stream is None or nbytes <= 0:
+            return
+        nbytes = min(nbytes, stream.held)
+        if nbytes:
+            stream.held -= nbytes
+            self._consumed(stream, stream_id, nbytes)
+
+    def unacknowledged(self, stream_id: int) -> int:
+        """DATA bytes of a stream received and not yet acknowledged by the caller."""
+        stream = self._streams.get(stream_id)
+        return 0 if stream is None else stream.held
 
     def ping(self, payload: bytes = b"\0" * 8) -> None:
         """Queue a PING (answered by a :class:`PingAcknowledged`)."""
         if len(payload) != 8:
-            raise ValueError("a PING payload is 8 bytes")
+            raise InvalidInputError("a PING payload is 8 bytes", value=payload)
         self._out.append(frame_header(8, PING, 0, 0) + payload)
 
     def close(self, code: int = ErrorCode.NO_ERROR, debug: bytes = b"") -> None:
@@ -396,7 +719,7 @@ class H2Connection:
         Raises :class:`H2ConnectionError` when the peer broke the protocol.
         """
         if self.closed:
-            raise H2ConnectionError("the HTTP/2 connection is closed")
+            raise H2StateError("the HTTP/2 connection is closed")
         if not self._got_bytes and data:
             self._got_bytes = True
             if bytes(data[:5]) == b"HTTP/":  # the usual mistake: an HTTP/1 port
@@ -461,6 +784,13 @@ class H2Connection:
         high, low, kind, flags, stream_id = _FRAME_HEADER.unpack_from(data, pos)
         length = (high << 8) | low
         stream_id &= 0x7FFFFFFF
+        if not self._got_settings:
+            # RFC 9113 section 3.4: the server's preface is a SETTINGS frame, first.
+            if kind != SETTINGS or flags & FLAG_ACK:
+                raise self._fail(
+                    f"the server's first frame is {FrameType.name_of(kind)}, not SETTINGS"
+                )
+            self._got_settings = True
         if self._header_stream and kind != CONTINUATION:
             raise self._fail("a header block was interrupted by another frame")
         if kind == DATA:
@@ -483,7 +813,7 @@ class H2Connection:
                     "malformed RST_STREAM",
                     ErrorCode.FRAME_SIZE_ERROR if length != 4 else ErrorCode.PROTOCOL_ERROR,
                 )
-            if self._streams.pop(stream_id, None) is not None:
+            if self._forget(stream_id):
                 code = _U32.unpack_from(payload)[0]
                 # REFUSED_STREAM: the server did no work on it, so it is safe to retry.
                 refused = code == ErrorCode.REFUSED_STREAM
@@ -522,13 +852,11 @@ class H2Connection:
             payload = length - 1 - pad
         else:
             payload = length
-        self._account_received(length, stream_id)
+        self._account_received(length, payload, stream_id)
         stream = self._streams.get(stream_id)
-        if stream is not None and stream.remote_closed:
-            raise self._fail(f"DATA on stream {stream_id} after it ended", ErrorCode.STREAM_CLOSED)
         end_stream = bool(flags & FLAG_END_STREAM)
-        if stream is not None and end_stream:
-            stream.remote_closed = True
+        if stream is not None:
+            self._received(stream, stream_id, _RECV_END_STREAM if end_stream else _RECV_DATA)
         if stream_id >= self._next_stream_id or not stream_id & 1:
             raise self._fail(f"DATA on stream {stream_id}, which this client never opened")
         self._data_stream = stream_id if stream is not None else 0
@@ -556,26 +884,42 @@ class H2Connection:
             pos += skip
         return pos
 
-    def _account_received(self, length: int, stream_id: int) -> None:
-        """Receive-side flow control: refill windows once half used."""
-        self._recv_unacked += length
-        if self._recv_unacked > RECEIVE_WINDOW:
+    def _account_received(self, length: int, payload: int, stream_id: int) -> None:
+        """Receive-side flow control of a DATA frame: both windows shrink by its length; what
+        is consumed now (all of it, or only its padding for a stream whose caller
+        acknowledges what it consumes) goes back to them."""
+        self._recv_window -= length
+        if self._recv_window < 0:
             raise self._fail("the peer overran the connection window", ErrorCode.FLOW_CONTROL_ERROR)
-        if self._recv_unacked >= _WINDOW_REFILL:
-            self._out.append(frame_header(4, WINDOW_UPDATE, 0, 0) + _U32.pack(self._recv_unacked))
-            self._recv_unacked = 0
         stream = self._streams.get(stream_id)
         if stream is not None:
-            stream.recv_unacked += length
-            if stream.recv_unacked > RECEIVE_WINDOW:
+            stream.recv_window -= length
+            if stream.recv_window < 0:
                 raise self._fail(
                     f"the peer overran stream {stream_id}'s window", ErrorCode.FLOW_CONTROL_ERROR
                 )
-            if stream.recv_unacked >= _WINDOW_REFILL and not stream.remote_closed:
-                self._out.append(
-                    frame_header(4, WINDOW_UPDATE, 0, stream_id) + _U32.pack(stream.recv_unacked)
-                )
-                stream.recv_unacked = 0
+            if not stream.acknowledge_on_receipt:
+                stream.held += payload
+                length -= payload
+        if length:
+            self._consumed(stream, stream_id, length)
+
+    def _consumed(self, stream: _Stream | None, stream_id: int, nbytes: int) -> None:
+        """``nbytes`` of DATA were consumed: give them back to the connection window, and to
+        the stream's while the peer may still send on it, each once half of it is free."""
+        consumed = self._recv_consumed + nbytes
+        if consumed >= _CONNECTION_REFILL:
+            self._out.append(frame_header(4, WINDOW_UPDATE, 0, 0) + _U32.pack(consumed))
+            self._recv_window += consumed
+            consumed = 0
+        self._recv_consumed = consumed
+        if stream is not None and stream.state < _HALF_CLOSED_REMOTE:
+            consumed = stream.recv_consumed + nbytes
+            if consumed >= self._stream_refill:
+                self._out.append(frame_header(4, WINDOW_UPDATE, 0, stream_id) + _U32.pack(consumed))
+                stream.recv_window += consumed
+                consumed = 0
+            stream.recv_consumed = consumed
 
     # -- headers
 
@@ -602,19 +946,17 @@ class H2Connection:
         stream = self._streams.get(stream_id)
         end_stream = bool(flags & FLAG_END_STREAM)
         if stream is not None:
-            if stream.remote_closed:
-                raise self._fail(
-                    f"HEADERS on stream {stream_id} after it ended", ErrorCode.STREAM_CLOSED
-                )
-            if end_stream:
-                stream.remote_closed = True
+            self._received(stream, stream_id, _RECV_END_STREAM if end_stream else _RECV_HEADERS)
         block = payload[start:stop]
         if flags & FLAG_END_HEADERS:
             self._header_block(stream_id, block, end_stream, events)
             return
+        if len(block) > self._max_header_list_size:
+            raise self._fail("header block too large", ErrorCode.ENHANCE_YOUR_CALM)
         self._header_stream = stream_id
         self._header_parts = [bytes(block)]
         self._header_size = len(block)
+        self._header_frames = 0
         self._header_end_stream = end_stream
 
     def _continuation(
@@ -623,14 +965,32 @@ class H2Connection:
         if stream_id == 0 or stream_id != self._header_stream:
             raise self._fail("CONTINUATION without a header block to continue")
         self._header_size += len(payload)
-        if self._header_size > self._max_header_list_size + RECEIVE_MAX_FRAME_SIZE:
+        if self._header_size > self._max_header_list_size:
             raise self._fail("header block too large", ErrorCode.ENHANCE_YOUR_CALM)
+        self._header_frames += 1
+        if self._header_frames > CONTINUATION_BACKLOG:
+            raise self._fail(
+                f"header block in more than {CONTINUATION_BACKLOG} CONTINUATION frames",
+                ErrorCode.ENHANCE_YOUR_CALM,
+            )
         self._header_parts.append(bytes(payload))
         if flags & FLAG_END_HEADERS:
             block = b"".join(self._header_parts)
             self._header_stream = 0
             self._header_parts = []
             self._header_block(stream_id, memoryview(block), self._header_end_stream, events)
+
+    def _received(self, stream: _Stream, stream_id: int, event: StreamInput) -> None:
+        """Move a stream on by one of the peer's frames (END_STREAM implies the frame's own
+        input: both are legal in the same states)."""
+        following = _NEXT[stream.state][event]
+        if following is None:
+            kind = "HEADERS" if event == _RECV_HEADERS else "a frame"
+            raise self._fail(
+                f"{kind} on stream {stream_id} after it ended ({stream.state.name})",
+                ErrorCode.STREAM_CLOSED,
+            )
+        stream.state = following
 
     def _header_block(
         self, stream_id: int, block: memoryview, end_stream: bool, events: list[Event]
@@ -641,8 +1001,42 @@ class H2Connection:
             raise self._fail(
                 f"undecodable header block: {exc}", ErrorCode.COMPRESSION_ERROR
             ) from exc
-        if stream_id in self._streams:
-            events.append(HeadersReceived(stream_id, headers, end_stream))
+        stream = self._streams.get(stream_id)
+        if stream is None:
+            return  # a stream we dropped: decoded only for the HPACK state
+        trailers = stream.response_started
+        known = self._checked_trailers if trailers else self._checked_heads
+        key = tuple(headers)
+        if key in known:
+            problem = None
+        else:
+            checked = self._checked_fields
+            if len(checked) > _CHECKED_FIELDS_MAX:
+                checked.clear()
+            problem = check_response_headers(headers, trailers, checked)
+            if problem is None:
+                if len(known) >= _CHECKED_BLOCKS_MAX:
+                    known.clear()
+                known.add(key)
+        if problem is None:
+            if trailers:
+                if not end_stream:
+                    problem = "a header block after the response headers does not end the stream"
+            elif headers[0][1][0] == "1":  # 1xx: informational, the response is still to come
+                if end_stream:
+                    problem = f"informational response {headers[0][1]} ends the stream"
+                else:
+                    return
+            else:
+                stream.response_started = True
+        if problem is not None:
+            # A malformed response is a stream error (RFC 9113 section 8.1.1): the call
+            # fails, the connection (whose HPACK state is intact) goes on.
+            self.reset_stream(stream_id, ErrorCode.PROTOCOL_ERROR)
+            error = ProtocolError(f"malformed response on stream {stream_id}: {problem}")
+            events.append(StreamReset(stream_id, ErrorCode.PROTOCOL_ERROR, error=error))
+            return
+        events.append(HeadersReceived(stream_id, headers, end_stream))
 
     # -- connection control
 
@@ -673,8 +1067,9 @@ class H2Connection:
                 self.peer_max_frame_size = value
             elif key == Setting.MAX_CONCURRENT_STREAMS:
                 self.peer_max_concurrent_streams = value
-            elif key == Setting.ENABLE_PUSH and value > 1:
-                raise self._fail("SETTINGS_ENABLE_PUSH neither 0 nor 1")
+            elif key == Setting.ENABLE_PUSH and value:
+                # RFC 9113 section 6.5.2: a server never enables push (a client does).
+                raise self._fail(f"SETTINGS_ENABLE_PUSH {value} from a server (must be 0)")
             # HEADER_TABLE_SIZE: our encoder never inserts into the dynamic table, so any
             # size the peer allows is fine; MAX_HEADER_LIST_SIZE is advisory; unknown: ignored.
         if window_delta:
@@ -736,7 +1131,7 @@ class H2Connection:
         events.append(event)
         # Streams above last_stream_id were not processed: the caller may retry them.
         for refused in sorted(sid for sid in self._streams if sid > last):
-            del self._streams[refused]
+            self._forget(refused)
             events.append(StreamReset(refused, ErrorCode.REFUSED_STREAM, refused=True))
 
 

@@ -81,6 +81,14 @@ class FrameType(enum.IntEnum):
     #: The rest of a header block too large for one HEADERS frame (6.10).
     CONTINUATION = 0x9
 
+    @classmethod
+    def name_of(cls, code: int) -> str:
+        """The type's name, or its number for types this enum does not know."""
+        try:
+            return cls(code).name
+        except ValueError:
+            return f"0x{code:x}"
+
 
 # The frame types as module constants (see the module docstring: for the receive loop).
 DATA: Final = FrameType.DATA

@@ -543,12 +543,25 @@ def _decode_tensors(
                 f"{_where(what, index, name)} carries no data, binary data or shared-memory region"
             )
         out.append(new_output_tensor(name, datatype._value_, tuple(shape), data, params))
+    if len(out) > 1:
+        _check_unique_names([tensor.name for tensor in out], what)
     if offset != available:
         raise ProtocolError(
             f"binary data is {available} bytes but the {what} account for {offset}",
             value=available,
         )
     return out
+
+
+def _check_unique_names(names: list[str], what: str) -> None:
+    """Raise ProtocolError when a tensor name comes twice (which tensor would be meant?)."""
+    if len(set(names)) == len(names):
+        return
+    seen: set[str] = set()
+    for name in names:
+        if name in seen:
+            raise ProtocolError(f"{what} name {name!r} more than once", value=name)
+        seen.add(name)
 
 
 def _optional_str(obj: Mapping[str, Any], key: str, what: str) -> str:

@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING, Any, Final, Generic, TypeVar
 from kserve_v2.errors import (
     DeadlineExceededError,
     KServeError,
+    ProtocolError,
     ServerError,
     TransportError,
 )
@@ -140,6 +141,19 @@ def _response_metadata(*groups: Any) -> Metadata:
     )
 
 
+def _message(response: Any, url: str | None) -> bytes:
+    """A message grpcio handed back: grpcio gives None for a call that ended OK without
+    one (or whose message it dropped, e.g. cut short by the end of the stream), which the
+    codecs must never see."""
+    if response is None:
+        raise ProtocolError(
+            "the server ended the call with status OK but no (whole) response message"
+            + (f" ({url})" if url else "")
+        )
+    message: bytes = response
+    return message
+
+
 def _joined(request: bytes | tuple[BytesLike, ...]) -> bytes:
     # grpcio sends one bytes object.
     return b"".join(request) if isinstance(request, tuple) else request
@@ -197,7 +211,8 @@ class _GrpcioStreamCall(_StreamCallBase):
 
     def __iter__(self) -> Iterator[StreamMessage]:
         try:
-            yield from self._call
+            for message in self._call:
+                yield _message(message, self._url)
             self.status = "OK"
         except self._grpc.RpcError as exc:
             error = self._ended_by(exc)
@@ -238,8 +253,8 @@ class _AsyncGrpcioStreamCall(_StreamCallBase):
         if data is self._eof:  # grpc.aio reports a non-OK status by raising instead
             self.status = "OK"
             return None
-        message: bytes = data
-        return message
+        # None here would read as the end of the stream to the caller: a message lost.
+        return _message(data, self._url)
 
     async def write(self, data: bytes) -> None:
         try:
@@ -381,13 +396,13 @@ class GRPCChannel(_GrpcioChannel[SyncStreamCall]):
         try:
             if want_metadata:
                 response, call = multicallable.with_call(_joined(request), **options)
-                return response, _response_metadata(
+                return _message(response, self.config.url), _response_metadata(
                     call.initial_metadata(), call.trailing_metadata()
                 )
             response = multicallable(_joined(request), **options)
         except self._grpc.RpcError as exc:
             raise translate_rpc_error(exc, self.config.url) from exc
-        return response, ()
+        return _message(response, self.config.url), ()
 
     def _stream_call(self, method: str, options: dict[str, Any]) -> SyncStreamCall:
         return _GrpcioStreamCall(self, method, options)
@@ -438,12 +453,12 @@ class AsyncGRPCChannel(_GrpcioChannel[AsyncStreamCall]):
             call = multicallable(_joined(request), **options)
             response = await call
             if want_metadata:
-                return response, _response_metadata(
+                return _message(response, self.config.url), _response_metadata(
                     await call.initial_metadata(), await call.trailing_metadata()
                 )
         except self._grpc.RpcError as exc:
             raise translate_rpc_error(exc, self.config.url) from exc
-        return response, ()
+        return _message(response, self.config.url), ()
 
     def _stream_call(self, method: str, options: dict[str, Any]) -> AsyncStreamCall:
         return _AsyncGrpcioStreamCall(self, method, options)

@@ -13,6 +13,7 @@ import itertools
 import math
 import re
 import struct
+import tracemalloc
 import zlib
 from fractions import Fraction
 from typing import Any
@@ -324,16 +325,55 @@ def test_message_reader_byte_at_a_time_and_one_chunk() -> None:
     assert got == messages
 
 
-def test_message_reader_grows_messages_above_the_preallocation_limit(
+def test_message_reader_grows_messages_above_the_first_allocation(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(framing, "_PREALLOCATE_LIMIT", 10)
+    monkeypatch.setattr(framing, "_FIRST_ALLOCATION", 10)
     messages = [(0, bytes(range(50))), (0, b"short"), (1, b"y" * 11)]
     raw = b"".join(framed(m, flag=flag) for flag, m in messages)
     for cuts in ([], [3, 7, 20, 30], list(range(len(raw)))):
         reader, got = collect()
         feed_views(reader, split_at(raw, cuts))
         assert got == messages
+
+
+def test_message_reader_memory_follows_bytes_received() -> None:
+    """A prefix announcing 64 MiB allocated (and zero-filled) 64 MiB before any of it came:
+    eight such calls cost 512 MiB for 112 bytes on the wire. The buffer now starts at the
+    first allocation and then at most doubles what has arrived."""
+    first = framing._FIRST_ALLOCATION
+    readers = [collect()[0] for _ in range(8)]
+    chunks = [memoryview(bytes(size)) for size in (first, 3 * first, 5 * first)]
+    tracemalloc.start()
+    try:
+        base = tracemalloc.get_traced_memory()[0]
+        for reader in readers:
+            reader.feed(memoryview(message_prefix(64 << 20) + b"x" * 9))
+        assert tracemalloc.get_traced_memory()[0] - base < 8 * first + (1 << 16)
+        received = 9
+        for chunk in chunks:
+            readers[0].feed(chunk)
+            received += len(chunk)
+            grown = tracemalloc.get_traced_memory()[0] - base - 7 * first
+            assert received <= grown < 2 * received + (1 << 16)
+    finally:
+        tracemalloc.stop()
+    assert not readers[0].idle
+
+
+def test_message_reader_large_message_arrives_whole_and_uncopied() -> None:
+    """Growing in steps still hands out one buffer holding exactly the message."""
+    message = bytes(range(256)) * (12 << 10)  # 3 MiB: three growth steps past 1 MiB
+    raw = framed(message)
+    got: list[bytes | bytearray] = []
+    reader = MessageReader(lambda flag, data: got.append(data))
+    view = memoryview(raw)
+    for start in range(0, len(raw), 256 << 10):
+        reader.feed(view[start : start + (256 << 10)])
+    (data,) = got
+    assert isinstance(data, bytearray)
+    assert len(data) == len(message)
+    assert data == message
 
 
 @pytest.mark.parametrize("split", [False, True])

@@ -20,19 +20,25 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kserve_v2.errors import ProtocolError
+from kserve_v2.errors import InvalidInputError, ProtocolError
 from kserve_v2.h2 import connection as h2c
 from kserve_v2.h2.connection import (
+    CONNECTION_RECEIVE_WINDOW,
+    CONTINUATION_BACKLOG,
     RECEIVE_MAX_FRAME_SIZE,
     RECEIVE_WINDOW,
+    STREAM_TRANSITIONS,
     DataReceived,
     Event,
     GoAwayReceived,
     H2Connection,
     H2ConnectionError,
+    H2StateError,
     HeadersReceived,
     PingAcknowledged,
+    StreamInput,
     StreamReset,
+    StreamState,
     WindowUpdated,
     encode_settings,
 )
@@ -247,7 +253,7 @@ def assert_failed(conn: H2Connection, exc: pytest.ExceptionInfo[H2ConnectionErro
     assert struct.unpack_from(">LL", payload) == (0, code)
     assert conn.closed
     assert not conn.can_open_stream()
-    with pytest.raises(H2ConnectionError):
+    with pytest.raises(H2StateError):  # feeding a closed connection is the caller's mistake
         conn.receive(frame(PING, 0, 0, bytes(8)))
     assert sent(conn) == b"", "a closed connection answered"
 
@@ -294,10 +300,10 @@ def test_initiate_queues_preface_settings_and_connection_window() -> None:
         Setting.MAX_HEADER_LIST_SIZE: 12345,
     }
     assert DEFAULT_MAX_FRAME_SIZE <= RECEIVE_MAX_FRAME_SIZE <= MAX_FRAME_SIZE_LIMIT
-    assert RECEIVE_WINDOW <= MAX_WINDOW
-    # The connection window starts at 65535; the update brings it to RECEIVE_WINDOW.
+    assert DEFAULT_WINDOW < RECEIVE_WINDOW <= MAX_WINDOW
+    # The connection window starts at 65535; the update brings it to the largest allowed.
     (increment,) = struct.unpack(">L", frames[1][3])
-    assert increment == RECEIVE_WINDOW - DEFAULT_WINDOW
+    assert increment == CONNECTION_RECEIVE_WINDOW - DEFAULT_WINDOW == MAX_WINDOW - DEFAULT_WINDOW
     assert sent(conn) == b""
 
 
@@ -373,7 +379,7 @@ def test_max_concurrent_streams_and_stream_id_exhaustion() -> None:
     first = conn.open_stream(REQUEST_BLOCK)
     conn.open_stream(REQUEST_BLOCK)
     assert not conn.can_open_stream()
-    with pytest.raises(H2ConnectionError):
+    with pytest.raises(H2StateError, match="MAX_CONCURRENT_STREAMS"):
         conn.open_stream(REQUEST_BLOCK)
     conn.end_stream(first)
     assert conn.open_streams == 1
@@ -473,12 +479,15 @@ def test_end_stream_only_when_everything_was_queued() -> None:
 
 def test_send_data_on_unknown_stream_raises() -> None:
     conn = connected()
-    with pytest.raises(H2ConnectionError):
+    with pytest.raises(H2StateError, match="stream 1: it is not opened") as exc:
         conn.send_data(1, b"x")
+    assert (exc.value.stream_id, exc.value.state) == (1, None)
     conn.open_stream(REQUEST_BLOCK)
     conn.reset_stream(1)
-    with pytest.raises(H2ConnectionError):
+    with pytest.raises(H2StateError, match="stream 1: it is CLOSED") as exc:
         conn.send_data(1, b"x")
+    assert exc.value.state is StreamState.CLOSED
+    assert not isinstance(exc.value, ProtocolError)  # our mistake, not the peer's
 
 
 @pytest.mark.parametrize("kind", ["bytearray", "numpy", "memoryview", "bytes"])
@@ -754,7 +763,7 @@ def test_goaway_refuses_streams_above_last_stream_id() -> None:
     assert conn.goaway.last_stream_id == 1
     assert "bye" in repr(conn.goaway)
     assert not conn.can_open_stream()
-    with pytest.raises(H2ConnectionError):
+    with pytest.raises(H2StateError, match="GOAWAY"):
         conn.open_stream(REQUEST_BLOCK)
     assert conn.open_streams == 1
     assert not conn.closed
@@ -842,6 +851,211 @@ def test_dropped_stream_header_blocks_still_update_the_hpack_table() -> None:
     ]
 
 
+# ------------------------------------------------------------- the server's preface (3.4)
+
+
+@pytest.mark.parametrize(
+    "first",
+    [
+        frame(PING, 0, 0, bytes(8)),
+        frame(SETTINGS, FLAG_ACK, 0),
+        window_update(0, 1000),
+        headers_frame(1, RESPONSE),
+        data_frame(1, b"x"),
+        frame(0xFA, 0, 0, b"unknown"),
+    ],
+    ids=["PING", "SETTINGS ACK", "WINDOW_UPDATE", "HEADERS", "DATA", "unknown type"],
+)
+def test_first_frame_of_the_server_must_be_settings(first: bytes) -> None:
+    conn = H2Connection()
+    conn.initiate()
+    conn.open_stream(REQUEST_BLOCK)
+    conn.data_to_send()
+    with pytest.raises(H2ConnectionError, match="first frame") as exc:
+        conn.receive(first + settings_frame())
+    assert_failed(conn, exc, ErrorCode.PROTOCOL_ERROR)
+
+
+def test_settings_first_then_anything() -> None:
+    conn = H2Connection()
+    conn.initiate()
+    conn.open_stream(REQUEST_BLOCK)
+    conn.data_to_send()
+    raw = settings_frame() + frame(PING, 0, 0, bytes(8)) + headers_frame(1, RESPONSE)
+    assert feed(conn, [raw[:5], raw[5:]]) == [("headers", 1, tuple(RESPONSE), False)]
+
+
+# ------------------------------------------------- malformed responses (8.1.1, 8.2, 8.3)
+
+
+def literal(name: str, value: str) -> bytes:
+    """An HPACK literal without indexing and with a literal name: any bytes, unchecked."""
+    raw_name, raw_value = name.encode("latin-1"), value.encode("latin-1")
+    return b"\x00" + bytes((len(raw_name),)) + raw_name + bytes((len(raw_value),)) + raw_value
+
+
+STATUS_200 = b"\x88"  # the static table's :status 200
+CONTENT_TYPE = literal("content-type", "application/grpc")
+
+# (name, response header block, trailer block or None: the response headers are the fault)
+MALFORMED_RESPONSES: list[tuple[str, bytes, bytes | None]] = [
+    ("non-numeric :status", literal(":status", "abc") + CONTENT_TYPE, None),
+    (":status of four digits", literal(":status", "2000"), None),
+    (":status of two digits", literal(":status", "20"), None),
+    (":status of superscript digits", literal(":status", "\xb2\xb2\xb2"), None),  # isdigit()
+    ("no :status", CONTENT_TYPE, None),
+    ("two :status", STATUS_200 + STATUS_200, None),
+    ("request pseudo-header", STATUS_200 + literal(":path", "/"), None),
+    ("unknown pseudo-header", STATUS_200 + literal(":grpc", "x"), None),
+    ("pseudo-header after a regular one", CONTENT_TYPE + STATUS_200, None),
+    ("uppercase name", STATUS_200 + literal("Content-Type", "application/grpc"), None),
+    ("empty name", STATUS_200 + literal("", "x"), None),
+    ("space in name", STATUS_200 + literal("x y", "z"), None),
+    ("colon inside name", STATUS_200 + literal("x:y", "z"), None),
+    ("connection header", STATUS_200 + literal("connection", "close"), None),
+    ("transfer-encoding", STATUS_200 + literal("transfer-encoding", "chunked"), None),
+    ("te other than trailers", STATUS_200 + literal("te", "gzip"), None),
+    ("CR LF in a value", STATUS_200 + literal("x-a", "b\r\nx-c: d"), None),
+    ("NUL in a value", STATUS_200 + literal("x-a", "b\0"), None),
+    ("value with leading space", STATUS_200 + literal("x-a", " b"), None),
+    ("value with trailing tab", STATUS_200 + literal("x-a", "b\t"), None),
+    ("pseudo-header in trailers", STATUS_200, STATUS_200 + literal("grpc-status", "0")),
+    ("uppercase name in trailers", STATUS_200, literal("Grpc-Status", "0")),
+    ("informational response ending the stream", literal(":status", "103"), b""),
+]
+
+
+@pytest.mark.parametrize(
+    ("head", "trailers"),
+    [pytest.param(head, trailers, id=name) for name, head, trailers in MALFORMED_RESPONSES],
+)
+def test_malformed_response_is_a_stream_error(head: bytes, trailers: bytes | None) -> None:
+    """The stream is reset with PROTOCOL_ERROR and reported with the problem; the
+    connection, whose HPACK state is intact, goes on (RFC 9113 section 8.1.1)."""
+    conn = connected(streams=2)
+    if trailers is None:
+        events = conn.receive(headers_frame(1, head))
+    elif head.startswith(b"\x00\x07:status\x03103"):
+        events = conn.receive(headers_frame(1, head, end_stream=True))
+    else:
+        (response,) = conn.receive(headers_frame(1, head))
+        assert isinstance(response, HeadersReceived)
+        events = conn.receive(headers_frame(1, trailers, end_stream=True))
+    (event,) = events
+    assert describe(event) == ("reset", 1, ErrorCode.PROTOCOL_ERROR, False)
+    assert isinstance(event, StreamReset)
+    assert isinstance(event.error, ProtocolError)
+    assert "malformed response on stream 1" in str(event.error)
+    assert sent_frames(conn) == [(RST_STREAM, 0, 1, struct.pack(">L", ErrorCode.PROTOCOL_ERROR))]
+    assert not conn.closed
+    # The rest of the stream's frames are dropped; the other stream is answered.
+    raw = data_frame(1, b"late") + headers_frame(3, RESPONSE + TRAILERS, end_stream=True)
+    assert feed(conn, [raw]) == [("headers", 3, tuple(RESPONSE + TRAILERS), True)]
+
+
+def test_well_formed_headers_pass() -> None:
+    conn = connected(streams=1)
+    head = STATUS_200 + CONTENT_TYPE + literal("x-empty", "") + literal("te", "trailers")
+    head += literal("x-inner", "a b\tc") + literal("x-latin", "caf\xe9") + literal("0-_.~!", "x")
+    trailers = headers_frame(1, block(TRAILERS), end_stream=True)
+    events = feed(conn, [headers_frame(1, head), trailers])
+    assert [event[0] for event in events] == ["headers", "headers"]
+    assert ("x-inner", "a b\tc") in events[0][2]
+
+
+def test_informational_responses_are_skipped() -> None:
+    conn = connected(streams=1)
+    raw = headers_frame(1, literal(":status", "100")) + headers_frame(1, literal(":status", "103"))
+    raw += headers_frame(1, RESPONSE) + headers_frame(1, TRAILERS, end_stream=True)
+    assert feed(conn, [raw]) == [
+        ("headers", 1, tuple(RESPONSE), False),
+        ("headers", 1, tuple(TRAILERS), True),
+    ]
+
+
+def test_trailers_must_end_the_stream() -> None:
+    conn = connected(streams=1)
+    conn.receive(headers_frame(1, RESPONSE))
+    (event,) = conn.receive(headers_frame(1, TRAILERS))
+    assert isinstance(event, StreamReset)
+    assert event.error is not None
+    assert "does not end the stream" in str(event.error)
+
+
+# ----------------------------------------------------------------- the stream state table
+
+# Inputs this side makes, and how a test makes them.
+LOCAL_INPUTS = {
+    StreamInput.SEND_DATA: lambda conn, sid: conn.send_data(sid, b"x"),
+    StreamInput.SEND_END_STREAM: lambda conn, sid: conn.send_data(sid, b"", end_stream=True),
+}
+
+
+def stream_in(state: StreamState) -> tuple[H2Connection, int]:
+    """A connection with stream 1 in ``state``."""
+    conn = connected()
+    sid = conn.open_stream(REQUEST_BLOCK, end_stream=state is StreamState.HALF_CLOSED_LOCAL)
+    if state is StreamState.HALF_CLOSED_REMOTE:
+        conn.receive(headers_frame(1, RESPONSE + TRAILERS, end_stream=True))
+    elif state is StreamState.CLOSED:
+        conn.reset_stream(sid)
+    conn.data_to_send()
+    assert conn.stream_state(sid) is state
+    return conn, sid
+
+
+@pytest.mark.parametrize("state", list(StreamState), ids=lambda s: s.name)
+@pytest.mark.parametrize("event", list(LOCAL_INPUTS), ids=lambda e: e.name)
+def test_local_inputs_follow_the_state_table(state: StreamState, event: StreamInput) -> None:
+    """Every (state, input of ours) pair does what STREAM_TRANSITIONS says: moves to its next
+    state, or raises H2StateError naming the state, queueing nothing."""
+    conn, sid = stream_in(state)
+    following = STREAM_TRANSITIONS.get((state, event))
+    if following is None:
+        with pytest.raises(H2StateError, match=state.name) as exc:
+            LOCAL_INPUTS[event](conn, sid)
+        assert (exc.value.stream_id, exc.value.state) == (sid, state)
+        assert sent(conn) == b""
+        assert not conn.closed
+    else:
+        LOCAL_INPUTS[event](conn, sid)
+        assert conn.stream_state(sid) is following
+        assert sent_frames(conn)[0][0] == DATA
+
+
+def test_sending_after_our_end_stream_names_the_state() -> None:
+    conn = connected(streams=1)
+    conn.send_data(1, b"last", end_stream=True)
+    with pytest.raises(H2StateError, match="HALF_CLOSED_LOCAL"):
+        conn.send_data(1, b"more")
+    with pytest.raises(H2StateError, match="HALF_CLOSED_LOCAL"):
+        conn.send_trailers(1, block(TRAILERS))
+    # The server ends its side: the stream is closed.
+    conn.receive(headers_frame(1, RESPONSE + TRAILERS, end_stream=True))
+    assert conn.stream_state(1) is StreamState.CLOSED
+
+
+def test_end_stream_only_counts_when_all_data_was_queued() -> None:
+    conn = connected(streams=1)
+    assert conn.send_data(1, bytes(DEFAULT_WINDOW + 10), end_stream=True) == DEFAULT_WINDOW
+    assert conn.stream_state(1) is StreamState.OPEN
+    conn.receive(window_update(0, 10) + window_update(1, 10))
+    assert conn.send_data(1, bytes(10), end_stream=True) == 10
+    assert conn.stream_state(1) is StreamState.HALF_CLOSED_LOCAL
+
+
+def test_state_table_covers_every_pair_it_allows() -> None:
+    """The table is total where it matters: reset is allowed from every live state, a
+    closed stream allows nothing, and every state but CLOSED can be left."""
+    for state in StreamState:
+        allowed = {event for (s, event) in STREAM_TRANSITIONS if s is state}
+        if state is StreamState.CLOSED:
+            assert not allowed
+        else:
+            assert StreamInput.RESET in allowed
+            assert any(STREAM_TRANSITIONS[state, e] is not state for e in allowed)
+
+
 def test_huffman_coded_response_headers() -> None:
     conn = connected(streams=1)
     # RFC 7541 C.6.1: ":status: 302", indexed name and a Huffman-coded value.
@@ -854,28 +1068,38 @@ def test_huffman_coded_response_headers() -> None:
 
 
 def test_receive_window_is_refilled_when_half_used() -> None:
-    """With the real constants: 1 MiB DATA frames, a top-up after 1 GiB."""
+    """With the real constants: 1 MiB DATA frames, a stream top-up once half of its 16 MiB
+    window is consumed (on receipt, by default), the connection's after 1 GiB."""
     conn = connected(streams=1)
     chunk = data_frame(1, bytes(RECEIVE_MAX_FRAME_SIZE))
-    threshold = (RECEIVE_WINDOW // 2 + RECEIVE_MAX_FRAME_SIZE - 1) // RECEIVE_MAX_FRAME_SIZE
-    for _ in range(threshold - 1):
+    half = RECEIVE_WINDOW // 2 // RECEIVE_MAX_FRAME_SIZE
+    for _ in range(half - 1):
         (event,) = conn.receive(chunk)
         assert isinstance(event, DataReceived)
         assert len(event.data) == RECEIVE_MAX_FRAME_SIZE
     assert sent(conn) == b""
     conn.receive(chunk)
-    increment = struct.pack(">L", threshold * RECEIVE_MAX_FRAME_SIZE)
-    assert sent_frames(conn) == [
-        (WINDOW_UPDATE, 0, 0, increment),
-        (WINDOW_UPDATE, 0, 1, increment),
-    ]
+    increment = struct.pack(">L", half * RECEIVE_MAX_FRAME_SIZE)
+    assert sent_frames(conn) == [(WINDOW_UPDATE, 0, 1, increment)]
+    # The connection window: once half of 2**31 - 1 is consumed.
+    frames_to_refill = -(-(CONNECTION_RECEIVE_WINDOW // 2) // RECEIVE_MAX_FRAME_SIZE)
+    for _ in range(frames_to_refill - half - 1):
+        conn.receive(chunk)
+    assert all(f[2] == 1 for f in sent_frames(conn))  # stream updates only
+    conn.receive(chunk)
+    assert sent_frames(conn)[0] == (
+        WINDOW_UPDATE,
+        0,
+        0,
+        struct.pack(">L", frames_to_refill * RECEIVE_MAX_FRAME_SIZE),
+    )
 
 
 def test_receive_window_refill_counts_padding_and_dropped_streams(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(h2c, "_WINDOW_REFILL", 1000)
-    conn = connected(streams=3)
+    monkeypatch.setattr(h2c, "_CONNECTION_REFILL", 1000)
+    conn = connected(streams=3, receive_window=2000)
     conn.reset_stream(5)
     conn.data_to_send()
     # 600 + (1 + 300 + 98): padding and the pad length octet count too.
@@ -894,6 +1118,83 @@ def test_receive_window_refill_counts_padding_and_dropped_streams(
     ]
     conn.receive(raw[10:])
     assert sent(conn) == b""
+
+
+def manual_stream(window: int = 1000) -> H2Connection:
+    """A connection with stream 1 open, whose caller acknowledges what it consumes."""
+    conn = connected(receive_window=window)
+    conn.open_stream(REQUEST_BLOCK, acknowledge_on_receipt=False)
+    conn.data_to_send()
+    return conn
+
+
+def test_unconsumed_data_is_not_given_back() -> None:
+    """A stream whose caller does not consume: its window is not refilled, the server can
+    send exactly the window and no more (the next byte is its flow-control error)."""
+    conn = manual_stream(1000)
+    conn.receive(headers_frame(1, RESPONSE))
+    for _ in range(10):
+        (event,) = conn.receive(data_frame(1, bytes(100)))
+        assert isinstance(event, DataReceived)
+    assert sent(conn) == b""
+    assert conn.unacknowledged(1) == 1000
+    with pytest.raises(H2ConnectionError) as exc:
+        conn.receive(data_frame(1, b"x"))
+    assert_failed(conn, exc, ErrorCode.FLOW_CONTROL_ERROR)
+
+
+def test_consumed_data_is_given_back_at_half_a_window() -> None:
+    conn = manual_stream(1000)
+    conn.receive(data_frame(1, bytes(900)))
+    conn.acknowledge_received_data(1, 499)
+    assert sent(conn) == b""
+    conn.acknowledge_received_data(1, 1)
+    assert sent_frames(conn) == [(WINDOW_UPDATE, 0, 1, struct.pack(">L", 500))]
+    assert conn.unacknowledged(1) == 400
+    # 600 more fit now (100 left + the 500 given back), and no more.
+    conn.receive(data_frame(1, bytes(600)))
+    conn.acknowledge_received_data(1, 5000)  # more than it holds: what it holds
+    assert conn.unacknowledged(1) == 0
+    assert sent_frames(conn) == [(WINDOW_UPDATE, 0, 1, struct.pack(">L", 1000))]
+    conn.acknowledge_received_data(7, 10)  # an unknown stream: nothing
+    assert sent(conn) == b""
+
+
+def test_padding_of_a_manual_stream_goes_back_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(h2c, "_CONNECTION_REFILL", 100)
+    conn = manual_stream(1000)
+    conn.receive(data_frame(1, bytes(10), pad=99))  # 1 + 99 octets of padding
+    assert conn.unacknowledged(1) == 10
+    assert sent_frames(conn) == [(WINDOW_UPDATE, 0, 0, struct.pack(">L", 100))]
+
+
+def test_a_dropped_stream_gives_its_unconsumed_data_back_to_the_connection(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Or the connection window would shrink by what every cancelled stream held."""
+    monkeypatch.setattr(h2c, "_CONNECTION_REFILL", 500)
+    for forget in ("reset", "end", "rst_stream", "goaway"):
+        conn = manual_stream(1000)
+        conn.receive(data_frame(1, bytes(600)))
+        assert sent(conn) == b""
+        if forget == "reset":
+            conn.reset_stream(1)
+        elif forget == "end":
+            conn.end_stream(1)
+        elif forget == "rst_stream":
+            conn.receive(rst_stream(1, ErrorCode.CANCEL))
+        else:
+            conn.open_stream(REQUEST_BLOCK)
+            conn.receive(goaway(0))
+        updates = [f for f in sent_frames(conn) if f[0] == WINDOW_UPDATE]
+        assert updates == [(WINDOW_UPDATE, 0, 0, struct.pack(">L", 600))], forget
+        assert conn.unacknowledged(1) == 0
+
+
+def test_receive_window_must_be_a_window() -> None:
+    for bad in (0, -1, MAX_WINDOW + 1):
+        with pytest.raises(InvalidInputError):
+            H2Connection(receive_window=bad)
 
 
 # ------------------------------------------------------------------------------- violations
@@ -1033,6 +1334,12 @@ VIOLATIONS: list[tuple[str, int, bytes, int]] = [
         settings_frame((Setting.ENABLE_PUSH, 2)),
         ErrorCode.PROTOCOL_ERROR,
     ),
+    (  # RFC 9113 section 6.5.2: only a client may enable push
+        "SETTINGS_ENABLE_PUSH 1 from a server",
+        0,
+        settings_frame((Setting.ENABLE_PUSH, 1)),
+        ErrorCode.PROTOCOL_ERROR,
+    ),
     ("WINDOW_UPDATE 0 on connection", 0, window_update(0, 0), ErrorCode.PROTOCOL_ERROR),
     (
         "WINDOW_UPDATE 0 on connection (reserved bit set)",
@@ -1096,6 +1403,38 @@ def test_header_block_too_large_is_refused_before_decoding() -> None:
     assert_failed(conn, exc, ErrorCode.ENHANCE_YOUR_CALM)
 
 
+def test_header_block_in_a_headers_frame_too_large_is_refused() -> None:
+    conn = connected(streams=1, max_header_list_size=100)
+    with pytest.raises(H2ConnectionError) as exc:
+        conn.receive(headers_frame(1, bytes(101), end_headers=False))
+    assert_failed(conn, exc, ErrorCode.ENHANCE_YOUR_CALM)
+
+
+def test_continuation_frames_up_to_the_backlog_are_accepted() -> None:
+    conn = connected(streams=1)
+    raw = headers_frame(1, b"", end_headers=False)
+    raw += frame(CONTINUATION, 0, 1, b"") * (CONTINUATION_BACKLOG - 1)
+    raw += frame(CONTINUATION, FLAG_END_HEADERS, 1, block(RESPONSE))
+    assert feed(conn, [raw]) == [("headers", 1, tuple(RESPONSE), False)]
+
+
+@pytest.mark.parametrize("delivery", ["whole", "frame by frame"])
+def test_continuation_flood_is_refused(delivery: str) -> None:
+    """Empty CONTINUATION frames cost the peer 9 bytes each and used to be kept without
+    limit: the block stops at CONTINUATION_BACKLOG frames."""
+    conn = connected(streams=1)
+    frames = [headers_frame(1, b"", end_headers=False)]
+    frames += [frame(CONTINUATION, 0, 1, b"")] * (CONTINUATION_BACKLOG + 1)
+    with pytest.raises(H2ConnectionError) as exc:  # noqa: PT012
+        if delivery == "whole":
+            conn.receive(b"".join(frames))
+        else:
+            for raw in frames:
+                conn.receive(raw)
+    assert_failed(conn, exc, ErrorCode.ENHANCE_YOUR_CALM)
+    assert "CONTINUATION" in str(exc.value)
+
+
 def test_header_list_over_our_limit_is_a_compression_error() -> None:
     conn = connected(streams=1, max_header_list_size=100)
     conn.receive(headers_frame(1, [(":status", "200"), ("a", "b" * 20)]))  # 32+7 + 32+21
@@ -1112,7 +1451,7 @@ def test_close_queues_goaway_once() -> None:
     assert sent(conn) == b""
     assert conn.closed
     assert not conn.can_open_stream()
-    with pytest.raises(H2ConnectionError):
+    with pytest.raises(H2StateError, match="closed"):
         conn.receive(b"")
 
 
@@ -1138,7 +1477,10 @@ CONTROL_FRAMES = [
     settings_frame((Setting.INITIAL_WINDOW_SIZE, 70_000)),
 ]
 
-metadata_values = st.text(st.characters(codec="latin-1", exclude_characters="\r\n\0"), max_size=40)
+# Header values as RFC 9113 section 8.2.1 allows them: no NUL, CR, LF, no surrounding spaces.
+metadata_values = st.text(
+    st.characters(codec="latin-1", exclude_characters="\r\n\0"), max_size=40
+).map(lambda value: value.strip(" \t"))
 metadata = st.lists(
     st.tuples(st.sampled_from(["x-a", "x-bin-ish", "server", "date"]), metadata_values),
     max_size=3,
@@ -1271,7 +1613,7 @@ def drive(conn: H2Connection, chunks: Iterable[bytes]) -> None:
             queued = parse_frames(sent(conn))
             assert queued[-1][0] == GOAWAY
             assert struct.unpack_from(">LL", queued[-1][3])[1] == code
-            with pytest.raises(H2ConnectionError):
+            with pytest.raises(H2StateError):
                 conn.receive(b"\0")
         else:
             parse_frames(sent(conn))  # whatever it queued is well-formed

@@ -1002,6 +1002,20 @@ def test_response_round_trip_in_json_form(result: InferResult) -> None:
     _assert_result_round_trip(decode_infer_response(body.join()), result)
 
 
+@pytest.mark.parametrize("binary", [False, True])
+def test_response_naming_an_output_twice_is_a_protocol_error(binary: bool) -> None:
+    """Which of the two would ``output("y")`` mean? A broken server, not a result."""
+    entry: dict[str, Any] = {"name": "y", "datatype": "INT32", "shape": [1]}
+    if binary:
+        entry["parameters"] = {"binary_data_size": 4}
+    else:
+        entry["data"] = [1]
+    head = json.dumps({"outputs": [entry, {**entry, "name": "x"}, entry]}).encode()
+    body, length = (head + bytes(12), len(head)) if binary else (head, None)
+    with pytest.raises(ProtocolError, match="'y' more than once"):
+        decode_infer_response(body, length)
+
+
 # ---------------------------------------------------------------------------------------------
 # totality: any body decodes to what its JSON says, or raises ProtocolError
 

@@ -14,17 +14,40 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from kserve_v2 import DeadlineExceededError, KServeError, ServerError, TransportError
+from kserve_v2 import (
+    DeadlineExceededError,
+    KServeError,
+    ProtocolError,
+    ServerError,
+    TransportError,
+)
 from kserve_v2.endpoint import parse_url
 from kserve_v2.grpc.config import channel_config
-from kserve_v2.h2.frames import DATA, DEFAULT_WINDOW, FLAG_END_STREAM, RST_STREAM, ErrorCode
+from kserve_v2.h2 import connection as h2c
+from kserve_v2.h2.frames import (
+    CONTINUATION,
+    DATA,
+    DEFAULT_WINDOW,
+    FLAG_ACK,
+    FLAG_END_STREAM,
+    HEADERS,
+    RST_STREAM,
+    SETTINGS,
+    WINDOW_UPDATE,
+    ErrorCode,
+    Setting,
+)
 from kserve_v2.transport.native import AsyncNativeGRPCChannel, NativeGRPCChannel
-from tests.transport.test_native import (
+from kserve_v2.transport.native import connection as native_connection
+from tests.hostile.h2_server import (
     GRPC_OK_HEADERS,
     GUARD,
+    U32,
     Handler,
     Peer,
     ScriptedServer,
+    data_frame,
+    frame,
     grpc_message,
     parse_grpc_timeout,
     scripted_servers,
@@ -214,6 +237,38 @@ def test_deadline_resets_the_stream(serve: Callable[..., ScriptedServer], mode: 
     assert seen["reset"] == ErrorCode.CANCEL
 
 
+@pytest.mark.parametrize(
+    ("flood", "error"),
+    [
+        (data_frame(1, b"") * 64, DeadlineExceededError),
+        (data_frame(1, grpc_message(b"")) * 64, DeadlineExceededError),
+        (frame(CONTINUATION, 0, 1, b"") * 64, ProtocolError),  # after HEADERS, see below
+    ],
+    ids=["empty DATA", "empty messages", "CONTINUATION"],
+)
+def test_deadline_holds_while_bytes_keep_arriving(
+    serve: Callable[..., ScriptedServer], mode: str, flood: bytes, error: type[KServeError]
+) -> None:
+    """The deadline is checked on every read, not only when a read finds nothing: a server
+    that never stops sending cannot keep a stream (timeout=1) alive. (A header block that
+    never ends is refused sooner, at its 65th CONTINUATION frame.)"""
+    stopped: list[bool] = []
+
+    def handler(peer: Peer) -> None:
+        request = peer.accept_request()
+        if error is ProtocolError:
+            peer.send(frame(HEADERS, 0, request.stream_id, b""))
+        else:
+            peer.send_headers(request.stream_id, GRPC_OK_HEADERS)
+        stopped.append(peer.flood(flood))
+
+    server = serve(handler)
+    out = exchange(mode, server.url, timeout=1.0, half_close=False)
+    assert isinstance(out.error, error)
+    assert server.finished(0, GUARD)
+    assert stopped == [True], "the client never closed the connection"
+
+
 def test_cancel_resets_the_stream_and_ends_quietly(
     serve: Callable[..., ScriptedServer], mode: str
 ) -> None:
@@ -305,3 +360,95 @@ def test_sending_after_the_end_fails(serve: Callable[..., ScriptedServer], mode:
         await channel.aclose()
 
     asyncio.run(run())
+
+
+# ------------------------------------------------------------------- receive flow control
+
+
+def client_stream_window(peer: Peer) -> int:
+    """The SETTINGS_INITIAL_WINDOW_SIZE the client announced (its preface is read)."""
+    for got in peer.received:
+        if got.kind == SETTINGS and not got.flags & FLAG_ACK:
+            settings = dict(struct.iter_unpack(">HL", got.payload))
+            return settings.get(Setting.INITIAL_WINDOW_SIZE, DEFAULT_WINDOW)
+    raise AssertionError("no SETTINGS from the client")
+
+
+def test_slow_reader_slows_the_server_down(
+    serve: Callable[..., ScriptedServer], mode: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A server that sends as fast as flow control lets it, to a reader that takes nothing
+    for a while: the client gives DATA back to the windows only as its reader takes it, so
+    the server is held to the reader's backlog bound plus one stream window (the sync call
+    reads the socket only for its reader anyway). When the reader resumes, everything
+    arrives."""
+    window, backlog, size, count = 256 << 10, 256 << 10, 16 << 10, 256  # 4 MiB in all
+    monkeypatch.setattr(h2c, "RECEIVE_WINDOW", window)
+    monkeypatch.setattr(native_connection, "_STREAM_BACKLOG", backlog)
+    blocked = threading.Event()
+    sent_when_blocked: list[int] = []
+    messages = [bytes([n % 251]) * size for n in range(count)]
+
+    def handler(peer: Peer) -> None:
+        request = peer.accept_request()
+        sid = request.stream_id
+        credit = client_stream_window(peer)
+        peer.send_headers(sid, GRPC_OK_HEADERS)
+        sent = 0
+        for message in messages:
+            data = grpc_message(message)
+            while credit < len(data):
+                update = peer.wait_for(WINDOW_UPDATE, 2.0)
+                if update is None:  # no credit is coming: the reader has fallen behind
+                    if not blocked.is_set():
+                        sent_when_blocked.append(sent)
+                        blocked.set()
+                    update = peer.wait_for(WINDOW_UPDATE, GUARD)
+                    assert update is not None, "the window never reopened"
+                if update.stream_id == sid:
+                    credit += U32.unpack(update.payload)[0]
+            peer.send_data(sid, data)
+            credit -= len(data)
+            sent += len(data)
+        blocked.set()
+        peer.send_trailers(sid)
+        peer.read_until_closed()
+
+    server = serve(handler)
+    got = read_after(mode, server.url, blocked)
+    assert got == messages
+    assert sent_when_blocked, "the server was never held back"
+    # What the client buffered while its reader slept: its backlog bound, one window, and
+    # the message that crossed the bound, at most (sync: one socket read more).
+    assert sent_when_blocked[0] <= backlog + window + 2 * (size + 5) + (256 << 10)
+
+
+def read_after(mode: str, url: str, go: threading.Event) -> list[bytes]:
+    """Open a stream, wait (without reading) until ``go``, then read every message."""
+    config = channel_config(parse_url(url))
+    if mode == "sync":
+        channel = NativeGRPCChannel(config)
+        call = channel.open_stream(METHOD, timeout=GUARD * 3)
+        call.done_sending()
+        iterator = iter(call)
+        first = bytes(next(iterator))  # opens the stream; then the reader sleeps
+        assert go.wait(GUARD * 2)
+        out = [first, *(bytes(m) for m in iterator)]
+        channel.close()
+        return out
+
+    async def run() -> list[bytes]:
+        channel = AsyncNativeGRPCChannel(config)
+        call = channel.open_stream(METHOD, timeout=GUARD * 3)
+        await call.done_writing()
+        first = await call.read()
+        assert first is not None
+        loop = asyncio.get_running_loop()
+        assert await loop.run_in_executor(None, go.wait, GUARD * 2)
+        out = [bytes(first)]
+        while (message := await call.read()) is not None:
+            out.append(bytes(message))
+        await channel.aclose()
+        return out
+
+    return asyncio.run(run())

@@ -17,9 +17,11 @@ protocol layer and the codecs do not know which transport runs them.
 
 Both send large requests as frames that point into the caller's buffer (no copy), receive
 into one buffer per message, honour the server's flow-control windows, answer PINGs and
-SETTINGS, follow GOAWAY (calls the server refused are retried once on a new connection, as
-is a call whose pooled connection turned out closed before any answer), and map statuses to
-the same errors as the grpcio channel. A client-side deadline is also sent as
+SETTINGS, follow GOAWAY, and map statuses to the same errors as the grpcio channel. A call
+is sent again (once, on a new connection) only when HTTP/2 says the server did not process
+it: RST_STREAM REFUSED_STREAM, or a stream above GOAWAY's last-stream-id; a pooled connection
+is checked before a request is written on it, and a call whose connection is lost after
+that fails (the server may have run it). A client-side deadline is also sent as
 ``grpc-timeout``; when it expires the stream is reset (``RST_STREAM CANCEL``).
 
 TLS uses the standard ``ssl`` module with ALPN ``h2`` (gRPC servers require it).

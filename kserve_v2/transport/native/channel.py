@@ -3,8 +3,8 @@
 :class:`NativeGRPCChannel` (sync) keeps a pool of :class:`SyncConnection` s and runs one call at
 a time on each, on the calling thread; :class:`AsyncNativeGRPCChannel` multiplexes the calls
 of one event loop over an :class:`AsyncConnection`. What a call sends is prepared once by the
-channel's :class:`ChannelSettings`; a call the server never saw (:class:`CallNotStarted`) is
-retried once on a new connection.
+channel's :class:`ChannelSettings`; a call HTTP/2 says the server did not process
+(:class:`CallNotStarted`) is retried once on a new connection.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from collections import deque
 from typing import Final, Generic, TypeVar
 
 from kserve_v2.datatypes import BytesLike
-from kserve_v2.errors import KServeError
+from kserve_v2.errors import KServeError, ProtocolError
 from kserve_v2.grpc.config import ChannelConfig, Metadata
 from kserve_v2.h2.connection import H2ConnectionError
 from kserve_v2.transport.grpc_base import GRPCChannelBase
@@ -90,8 +90,7 @@ class NativeGRPCChannel(_NativeChannel[NativeStreamCall]):
                 conn = self._idle.pop() if self._idle else None
             if conn is None:
                 return SyncConnection.open(self.settings, deadline)
-            if conn.usable():
-                conn.reused = True
+            if conn.usable():  # checked before anything is written on it
                 return conn
             conn.close()
 
@@ -127,6 +126,13 @@ class NativeGRPCChannel(_NativeChannel[NativeStreamCall]):
                 continue
             except H2ConnectionError:
                 conn.say_goodbye()
+                raise
+            except ProtocolError:
+                # A malformed response on a sound connection: only its stream was reset.
+                if conn.after_stream_error():
+                    self._checkin(conn)
+                else:
+                    conn.close()
                 raise
             except KServeError:
                 conn.close()

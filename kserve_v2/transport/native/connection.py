@@ -9,8 +9,8 @@
 * :class:`SyncConnection`: a socket and its HTTP/2 state, used by one call at a time on the
   calling thread (no reader thread); :class:`AsyncConnection`: an ``asyncio.Protocol`` that
   multiplexes the concurrent calls of one event loop.
-* :class:`CallNotStarted`: the signal that a call never reached the server and may be
-  retried on a new connection.
+* :class:`CallNotStarted`: the signal that HTTP/2 says the server did not process a call,
+  which may then be retried on a new connection.
 
 Nothing here knows the channels: a channel pools these connections, a stream call owns (sync)
 or shares (async) one.
@@ -48,12 +48,12 @@ from kserve_v2.h2.connection import (
     Event,
     GoAwayReceived,
     H2Connection,
+    H2ConnectionError,
     HeadersReceived,
     StreamReset,
 )
 from kserve_v2.h2.frames import ErrorCode
 from kserve_v2.transport.sockets import (
-    CONNECTION_LOST,
     HAS_SENDMSG,
     IOV_MAX,
     TLSConfig,
@@ -82,11 +82,22 @@ _WOULD_BLOCK = (BlockingIOError, InterruptedError, ssl.SSLWantReadError, ssl.SSL
 # reading so that closing does not reset the connection under it.
 _GOODBYE_SEND: Final = 1.0
 _GOODBYE_DRAIN: Final = 0.2
+# What an asyncio connection may write while asyncio has paused its writing (the server is
+# not reading): acknowledgements, window updates, resets, new calls' headers; request DATA
+# waits. Beyond this the server is taken to have stopped reading and the connection is
+# dropped: a server that floods PINGs without reading cannot grow our buffer without end.
+_PAUSED_WRITE_LIMIT: Final = 4 << 20
+# How far an asyncio stream call's reader may fall behind (bytes of whole messages received
+# and not yet read) before its stream's DATA stops going back to the flow-control windows:
+# beyond it the server may send one stream window more, then waits for the reader.
+_STREAM_BACKLOG: Final = 4 << 20
 
 
 class CallNotStarted(Exception):
-    """The call never reached the server (a pooled connection the server had closed, or a
-    stream it refused): the channel retries it once on a new connection."""
+    """HTTP/2 says the server did not process the call: it refused the stream (RST_STREAM
+    REFUSED_STREAM, or a stream id above GOAWAY's last-stream-id). The channel retries it
+    once on a new connection; nothing else is ever sent twice (a pooled connection is
+    checked before a request is written on it, see ``SyncConnection.usable``)."""
 
 
 class ConnectionClosed(ConnectionResetError):
@@ -330,8 +341,10 @@ def feed_response(
 
 
 def _reset_call_error(event: StreamReset, response: CallResponse, url: str) -> Exception:
-    """What a unary call gets when the server resets its stream: a refused stream the server
-    never answered is retried."""
+    """What a unary call gets when its stream ended early: a refused stream the server never
+    answered is retried; a malformed response is its protocol error."""
+    if event.error is not None:
+        return event.error
     if event.refused and not response.http_status:
         return CallNotStarted()
     return reset_error(event.error_code, url)[1]
@@ -347,14 +360,13 @@ class SyncConnection:
     :meth:`read_events`); :meth:`poll_events` reads without waiting.
     """
 
-    __slots__ = ("_buffer", "_nonblocking", "_view", "h2", "reused", "settings", "sock", "tls")
+    __slots__ = ("_buffer", "_nonblocking", "_view", "h2", "settings", "sock", "tls")
 
     def __init__(self, sock: socket.socket, settings: ChannelSettings) -> None:
         self.sock = sock
         self.settings = settings
         self.tls = settings.ssl is not None
         self.h2 = H2Connection()
-        self.reused = False
         self._buffer = bytearray(_RECV_SIZE)
         self._view = memoryview(self._buffer)
         # The socket's timeout is 0 (poll_events) until a blocking use re-arms it; switching
@@ -494,12 +506,12 @@ class SyncConnection:
     ) -> CallResponse:
         """Run one call to its end on this connection (``parts`` is consumed).
 
-        Raises :class:`CallNotStarted` when a reused connection turned out closed before any
-        answer, or the server refused the stream."""
+        Raises :class:`CallNotStarted` when the server refused the stream (RST_STREAM
+        REFUSED_STREAM, or GOAWAY below it). A connection lost once the request was written
+        is the call's error, never a retry: the server may have run it."""
         h2 = self.h2
         response = CallResponse(limit)
         stream_id = h2.open_stream(block)
-        got_bytes = False
         try:
             if queue_data(h2, stream_id, parts, True):
                 # The window is full: send what is queued, read until it opens (or the
@@ -507,7 +519,6 @@ class SyncConnection:
                 while True:
                     self.flush(deadline)
                     while not response.done and not h2.send_window(stream_id):
-                        got_bytes = True
                         others = feed_response(self.read_events(deadline), stream_id, response)
                         if others is not None:
                             self._check_reset(others, stream_id, response)
@@ -517,20 +528,32 @@ class SyncConnection:
             self.flush(deadline)
             while not response.done:
                 events = self.read_events(deadline)
-                got_bytes = True
                 others = feed_response(events, stream_id, response)
                 if others is not None:
                     self._check_reset(others, stream_id, response)
                 if h2.has_data_to_send:
                     self.flush(deadline)
-        except CONNECTION_LOST as exc:
-            if self.reused and not got_bytes:
-                raise CallNotStarted from exc
+        except ProtocolError as exc:
+            if not isinstance(exc, H2ConnectionError):
+                # A malformed response, not a broken connection: a stream error (RFC 9113
+                # section 5.4.2). The stream goes (a no-op if HTTP/2 reset it already).
+                h2.reset_stream(stream_id, ErrorCode.PROTOCOL_ERROR)
             raise
         finally:
             if response.done:
                 h2.end_stream(stream_id)
         return response
+
+    def after_stream_error(self) -> bool:
+        """Send the RST_STREAM a stream error queued (best effort, briefly); whether the
+        connection may serve the next call."""
+        if self.h2.closed:
+            return False
+        try:
+            self.flush(time.monotonic() + _GOODBYE_SEND)
+        except (OSError, KServeError):
+            return False
+        return True
 
     def _check_reset(self, events: list[Event], stream_id: int, response: CallResponse) -> None:
         """Raise the error of a reset of the call's stream among ``events``."""
@@ -565,16 +588,21 @@ class AsyncConnection(asyncio.Protocol):
         self.transport: asyncio.Transport | None = None
         self._on_retire = on_retire
         self._calls: dict[int, tuple[CallResponse, asyncio.Future[None]]] = {}
+        # Stream calls that acknowledge their DATA as their reader takes it: how many bytes
+        # of messages each has waiting to be read.
+        self._backlogs: dict[int, Callable[[], int]] = {}
         # Set whenever a sender waiting for flow-control window should look again.
         self._window = asyncio.Event()
         self.lost: BaseException | None = None
         self.retired = False
-        # Calls answered on this connection; unary calls started once it had answered one,
-        # i.e. on a connection that had proved itself (see connection_lost).
-        self.answered = 0
-        self._reused_calls: set[int] = set()
         # Resolved by connection_lost: aclose waits for it (TLS shutdown takes a round trip).
-        self.gone: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._loop = asyncio.get_running_loop()
+        self.gone: asyncio.Future[None] = self._loop.create_future()
+        # asyncio's flow control: True while the transport's buffer is over its high-water
+        # mark; what was written since counts against _PAUSED_WRITE_LIMIT.
+        self.write_paused = False
+        self._written_while_paused = 0
+        self._abort_timer: asyncio.TimerHandle | None = None
 
     @classmethod
     async def open(
@@ -629,6 +657,8 @@ class AsyncConnection(asyncio.Protocol):
                     try:
                         if kind is DataReceived:
                             response.data(event.data, event.end_stream)  # type: ignore[attr-defined]
+                            if self._backlogs:
+                                self._release(event.stream_id)  # type: ignore[attr-defined]
                         else:
                             response.headers(event.headers, event.end_stream)  # type: ignore[attr-defined]
                     except KServeError as exc:
@@ -636,15 +666,16 @@ class AsyncConnection(asyncio.Protocol):
                         continue
                     if response.done:
                         del self._calls[event.stream_id]  # type: ignore[attr-defined]
+                        self._backlogs.pop(event.stream_id, None)  # type: ignore[attr-defined]
                         self.h2.end_stream(event.stream_id)  # type: ignore[attr-defined]
-                        self.answered += 1
                         if not future.done():
                             future.set_result(None)
-                        if self.retired and not self._calls and self.transport is not None:
-                            self.transport.close()  # the last call of a retired connection
+                        if self.retired and not self._calls:
+                            self._close_transport()  # the last call of a retired connection
                 elif kind is StreamReset:
                     assert isinstance(event, StreamReset)
                     entry = self._calls.pop(event.stream_id, None)
+                    self._backlogs.pop(event.stream_id, None)
                     if entry is not None and not entry[0].done and not entry[1].done():
                         entry[1].set_exception(
                             _reset_call_error(event, entry[0], self.settings.url)
@@ -659,20 +690,29 @@ class AsyncConnection(asyncio.Protocol):
             self.flush()
             self._abort(exc)
 
+    def pause_writing(self) -> None:
+        self.write_paused = True
+
+    def resume_writing(self) -> None:
+        self.write_paused = False
+        self._written_while_paused = 0
+        self._window.set()  # senders waiting for the buffer to drain go on
+
     def connection_lost(self, exc: Exception | None) -> None:
+        if self._abort_timer is not None:
+            self._abort_timer.cancel()
         if not self.gone.done():
             self.gone.set_result(None)
         error = self.settings.lost_error(exc)
         if self.lost is None:  # a protocol error that closed it stays the reason
             self.lost = error
         self.retire()
-        for stream_id, (response, future) in self._calls.items():
+        # Never retried: a call whose request was written may have run on the server.
+        for _response, future in self._calls.values():
             if not future.done():
-                # Retried only when this connection had proved itself before the call
-                # started (a stale connection) and the call got no answer at all.
-                retry = stream_id in self._reused_calls and not response.http_status
-                future.set_exception(CallNotStarted() if retry else error)
+                future.set_exception(error)
         self._calls.clear()
+        self._backlogs.clear()
         self._window.set()
 
     # -- the connection's state
@@ -681,8 +721,8 @@ class AsyncConnection(asyncio.Protocol):
         """No new calls on this connection; it closes when its last call ends."""
         self.retired = True
         self._on_retire(self)
-        if not self._calls and self.transport is not None:
-            self.transport.close()
+        if not self._calls:
+            self._close_transport()
 
     @property
     def usable(self) -> bool:
@@ -690,8 +730,31 @@ class AsyncConnection(asyncio.Protocol):
 
     def flush(self) -> None:
         buffers = self.h2.data_to_send()
-        if buffers and self.transport is not None and not self.transport.is_closing():
-            self.transport.writelines(buffers)
+        transport = self.transport
+        if buffers and transport is not None and not transport.is_closing():
+            transport.writelines(buffers)
+            if self.write_paused:
+                self._written_while_paused += sum(len(part) for part in buffers)
+                if self._written_while_paused > _PAUSED_WRITE_LIMIT:
+                    self._abort(
+                        TransportError(
+                            f"gRPC UNAVAILABLE: {self.settings.target} stopped reading "
+                            f"(over {_PAUSED_WRITE_LIMIT >> 20} MiB left unsent); "
+                            "connection dropped",
+                            url=self.settings.url,
+                        ),
+                        drop=True,
+                    )
+
+    def _close_transport(self) -> None:
+        """Close (what is buffered goes out first, TLS says goodbye), but drop the socket if
+        that has not happened within a second: a peer that does not read must not keep it."""
+        transport = self.transport
+        if transport is None or self.gone.done():
+            return
+        transport.close()
+        if self._abort_timer is None:
+            self._abort_timer = self._loop.call_later(_GOODBYE_SEND, self.abort)
 
     def wake(self) -> None:
         """Make senders waiting for window look at their call again (it may have ended)."""
@@ -702,7 +765,7 @@ class AsyncConnection(asyncio.Protocol):
         if self.transport is not None and not self.gone.done():
             self.h2.close()
             self.flush()
-            self.transport.close()
+            self._close_transport()
 
     def abort(self) -> None:
         """Drop the socket now (a TLS shutdown that did not finish)."""
@@ -715,17 +778,23 @@ class AsyncConnection(asyncio.Protocol):
         if entry is not None and not entry[1].done():
             entry[1].set_exception(exc)
 
-    def _abort(self, exc: BaseException) -> None:
+    def _abort(self, exc: BaseException, drop: bool = False) -> None:
+        """Fail every call with ``exc`` and close; ``drop``: at once, discarding what is
+        still buffered (the peer does not read it)."""
         if self.lost is None:
             self.lost = exc  # also the answer to calls that come after (see call)
+        calls = list(self._calls.values())
+        self._calls.clear()
+        self._backlogs.clear()
         self.retire()
-        for _response, future in self._calls.values():
+        for _response, future in calls:
             if not future.done():
                 future.set_exception(exc)
-        self._calls.clear()
         self._window.set()  # senders waiting for window see their call failed
-        if self.transport is not None:
-            self.transport.close()
+        if drop:
+            self.abort()
+        else:
+            self._close_transport()
 
     # -- calls
 
@@ -735,15 +804,40 @@ class AsyncConnection(asyncio.Protocol):
         response: CallResponse,
         future: asyncio.Future[None],
         end_stream: bool = False,
+        backlog: Callable[[], int] | None = None,
     ) -> int:
         """Start a stream; the connection feeds ``response`` and resolves ``future`` when
-        the stream ends (or fails it). Returns the stream's id."""
-        stream_id = self.h2.open_stream(block, end_stream=end_stream)
+        the stream ends (or fails it). Returns the stream's id.
+
+        ``backlog`` (stream calls) says how many bytes of messages wait for the call's
+        reader: the stream's DATA then goes back to the flow-control windows only while
+        that is under ``_STREAM_BACKLOG`` (see :meth:`release`), so a reader that falls
+        behind slows the server down instead of growing the backlog."""
+        stream_id = self.h2.open_stream(
+            block, end_stream=end_stream, acknowledge_on_receipt=backlog is None
+        )
         self._calls[stream_id] = (response, future)
+        if backlog is not None:
+            self._backlogs[stream_id] = backlog
         return stream_id
+
+    def _release(self, stream_id: int) -> None:
+        backlog = self._backlogs.get(stream_id)
+        if backlog is not None and backlog() <= _STREAM_BACKLOG:
+            held = self.h2.unacknowledged(stream_id)
+            if held:
+                self.h2.acknowledge_received_data(stream_id, held)
+
+    def release(self, stream_id: int) -> None:
+        """A stream call's reader took messages: give the stream's DATA back to the
+        flow-control windows if its backlog is small enough now."""
+        self._release(stream_id)
+        if self.h2.has_data_to_send:
+            self.flush()
 
     def drop(self, stream_id: int, code: int) -> None:
         """Reset a call's stream and forget it, if the connection still has it."""
+        self._backlogs.pop(stream_id, None)
         if self._calls.pop(stream_id, None) is not None:
             self.h2.reset_stream(stream_id, code)
             self.flush()
@@ -761,7 +855,8 @@ class AsyncConnection(asyncio.Protocol):
         h2 = self.h2
         while True:
             self.flush()
-            while not h2.send_window(stream_id):
+            # DATA waits while the server is not reading what we wrote (asyncio paused us).
+            while self.write_paused or not h2.send_window(stream_id):
                 if stopped():
                     return False
                 if self.lost is not None:
@@ -784,12 +879,10 @@ class AsyncConnection(asyncio.Protocol):
         response = CallResponse(limit)
         future: asyncio.Future[None] = loop.create_future()
         stream_id = self.open_call(block, response, future)
-        if self.answered:
-            self._reused_calls.add(stream_id)
         # A timer, not asyncio.wait_for: no extra task per call.
         timer = loop.call_at(deadline, self._expire, stream_id) if deadline is not None else None
         try:
-            if queue_data(self.h2, stream_id, parts, True):
+            if self.write_paused or queue_data(self.h2, stream_id, parts, True):
                 await self.send_rest(stream_id, parts, True, future.done)
             self.flush()
             await future
@@ -798,7 +891,6 @@ class AsyncConnection(asyncio.Protocol):
             self.drop(stream_id, ErrorCode.CANCEL)
             raise
         finally:
-            self._reused_calls.discard(stream_id)
             if timer is not None:
                 timer.cancel()
         return response

@@ -323,15 +323,17 @@ class NativeStreamCall(_StreamCall):
         """Read what is there, or wait (lock released) until something comes."""
         conn = self._conn
         assert conn is not None
-        with self._lock:
-            if self._finished or self._receive(conn):
-                return
+        # The deadline first, on every round: a server that never stops sending (empty
+        # DATA frames, say) must not keep the call alive past it.
         left = None
         if self._deadline is not None:
             left = self._deadline - time.monotonic()
             if left <= 0:
                 with self._lock:
                     self._expire_locked()
+                return
+        with self._lock:
+            if self._finished or self._receive(conn):
                 return
         try:
             sock = [conn.sock]
@@ -381,7 +383,10 @@ class NativeStreamCall(_StreamCall):
                 and not response.done
             ):
                 # After the trailers a reset is only the server's clean-up (NO_ERROR).
-                self._finish(*reset_error(event.error_code, self._url))
+                if event.error is not None:  # a malformed response: we reset the stream
+                    self._fail(event.error)
+                else:
+                    self._finish(*reset_error(event.error_code, self._url))
                 return
             # GoAwayReceived: this stream goes on unless it was refused (a StreamReset).
         if response.done:
@@ -467,6 +472,7 @@ class AsyncNativeStreamCall(_StreamCall):
         self._end: asyncio.Future[None] = loop.create_future()
         self._end.add_done_callback(self._ended)
         self._waiter: asyncio.Future[None] | None = None  # the reader waiting for messages
+        self._backlog = 0  # bytes of the messages waiting for the reader
         self._conn: AsyncConnection | None = None
         self._opening: asyncio.Future[None] | None = None
         self._stream_id = 0
@@ -477,6 +483,7 @@ class AsyncNativeStreamCall(_StreamCall):
 
     def _on_message(self, data: StreamMessage) -> None:
         self._messages.append(data)
+        self._backlog += len(data)
         waiter = self._waiter
         if waiter is not None:
             self._waiter = None
@@ -546,12 +553,19 @@ class AsyncNativeStreamCall(_StreamCall):
         self._conn = conn
         try:
             self._stream_id = conn.open_call(
-                self._block, self._response, self._end, end_stream=self._half_closed
+                self._block,
+                self._response,
+                self._end,
+                end_stream=self._half_closed,
+                backlog=self._backlog_size,
             )
         except KServeError as exc:
             self._fail(exc)
             return
         conn.flush()
+
+    def _backlog_size(self) -> int:
+        return self._backlog
 
     # -- the caller's side
 
@@ -562,7 +576,11 @@ class AsyncNativeStreamCall(_StreamCall):
         messages = self._messages
         while True:
             if messages and not self._cancelled:
-                return messages.popleft()
+                message = messages.popleft()
+                self._backlog -= len(message)
+                if self._conn is not None:
+                    self._conn.release(self._stream_id)  # the server may send more now
+                return message
             if self._finished:
                 if self._error is not None and not self._cancelled:
                     raise self._error
@@ -584,9 +602,9 @@ class AsyncNativeStreamCall(_StreamCall):
             assert conn is not None
             stream_id = self._stream_id
             try:
-                if queue_data(conn.h2, stream_id, parts, False) and not await conn.send_rest(
-                    stream_id, parts, False, self._over
-                ):
+                if (
+                    conn.write_paused or queue_data(conn.h2, stream_id, parts, False)
+                ) and not await conn.send_rest(stream_id, parts, False, self._over):
                     if conn.lost is not None:
                         raise conn.lost
                     self._check_sendable(True)
