@@ -37,6 +37,7 @@ from kserve_v2.errors import (
 from kserve_v2.grpc import codec, extensions
 from kserve_v2.grpc.backend import GRPCBackend, GRPCCall, metadata_items
 from kserve_v2.grpc.config import DEFAULT_OPTIONS, Metadata, channel_config
+from kserve_v2.grpc.routing import ask_empty_final, triton_server
 from kserve_v2.grpc.status import status_of
 from kserve_v2.interfaces import AsyncUnaryChannel, BytesLike, UnaryChannel
 from kserve_v2.messages import InferRequest, InferResult, OutputTensor
@@ -703,6 +704,28 @@ def test_requests_without_such_parameters_ask_nothing() -> None:
     proto = GRPCBackend(ENDPOINT)
     call = proto.infer(_request(p=1, q="x", r=True))
     assert isinstance(call, GRPCCall)
+
+
+@pytest.mark.parametrize(
+    ("asked", "error_mode", "metadata", "known", "sent"),
+    [
+        (True, False, None, False, True),  # asked: always
+        (True, True, None, False, True),
+        (False, True, TRITON, True, False),  # Triton's error mode aborts on it (see stream.py)
+        (False, False, TRITON, True, True),  # Triton: its decoupled requests end by it
+        (False, False, _server(), True, False),  # another server would hand it to the model
+        (False, False, None, True, False),  # a server without metadata: not Triton
+        (False, False, None, False, True),  # unknown: as before, lest Triton's never end
+    ],
+)
+def test_when_stream_requests_ask_for_the_empty_final_response(
+    asked: bool, error_mode: bool, metadata: bytes | None, known: bool, sent: bool
+) -> None:
+    decided = ask_empty_final(asked, error_mode)
+    if decided is None:
+        server = None if metadata is None else codec.decode_server_metadata(metadata)
+        decided = triton_server(server, known)
+    assert decided is sent
 
 
 # -------------------------------------------------------------------- extension results
