@@ -20,6 +20,13 @@ read), or when the caller asks with ``enable_empty_final_response=True``. Likewi
 or uint64 parameter is refused for other servers, as by unary calls (see
 :meth:`~kserve_v2.grpc.backend.GRPCBackend.infer`).
 
+``ModelStreamInfer`` is Triton's extension, answered with ``ModelStreamInferResponse``
+messages. MLServer answers with bare ``ModelInferResponse`` messages instead: they are taken
+as the responses they are (matched by id like the others), but they mark no request's last
+response, so a request they answer ends when the stream does. With such a server, end the
+sending side (``close()``, or leave the ``with`` block; the server then ends the stream after
+its last response) and read the results, or iterate the stream, which ends with it.
+
 The streams run on either gRPC transport: they use the channel's ``open_stream`` (see
 :class:`~kserve_v2.interfaces.SyncStreamCall`), and its ``call_unary`` for the metadata
 request above. The call opens when the stream is entered or at

@@ -324,6 +324,38 @@ def test_stream_events() -> None:
     assert (event.request_id, event.error, event.complete) == ("", None, True)
 
 
+def _bare_response(rid: str = "r1", version: str = "", **params: bool) -> bytes:
+    """A bare ``ModelInferResponse`` as MLServer streams it."""
+    message = pb.ModelInferResponse(model_name="repeat_decoupled", model_version=version, id=rid)
+    for key, value in params.items():
+        message.parameters[key].bool_param = value
+    message.outputs.add(name="IDX", datatype="INT32", shape=[1])
+    message.raw_output_contents.append(np.array([1], "<i4").tobytes())
+    return bytes(message.SerializeToString())
+
+
+@pytest.mark.parametrize("version", ["", "2"])
+def test_bare_infer_responses_on_a_stream_are_results_that_end_no_request(version: str) -> None:
+    """MLServer's stream sends ModelInferResponse messages: read as a
+    ModelStreamInferResponse, the model name would be an error and the version a response."""
+    event = codec.decode_stream_response(_bare_response(version=version))
+    assert event.bare
+    assert event.error is None
+    assert event.request_id == "r1"
+    assert event.result is not None
+    assert (event.result.model_name, event.result.model_version) == ("repeat_decoupled", version)
+    assert event.result.as_numpy("IDX").tolist() == [1]
+    assert (event.final, event.complete) == (None, False)  # its request ends with the stream
+    flagged = codec.decode_stream_response(_bare_response(triton_final_response=True))
+    assert (flagged.bare, flagged.final, flagged.complete) == (True, True, True)
+
+
+def test_a_stream_message_of_neither_kind_is_a_protocol_error() -> None:
+    broken = b"\x0a\x01m" + b"\x2a\x05\x0a\x03ab"  # outputs[0] runs past its end
+    with pytest.raises(ProtocolError, match="not a ModelStreamInferResponse"):
+        codec.decode_stream_response(broken)
+
+
 def test_metadata_responses() -> None:
     data = pb.ServerMetadataResponse(
         name="triton", version="2.51.0", extensions=["sequence", "model_repository(x)"]

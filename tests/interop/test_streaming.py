@@ -3,7 +3,7 @@
 Each server's ``repeat_decoupled`` model answers a request with REPEAT responses (OUT = IN,
 IDX = [i]). MLServer's stream answers with ``ModelInferResponse`` messages, not
 ``ModelStreamInferResponse`` (issue #11 item 5), and passes every request parameter on to the
-model, ``triton_enable_empty_final_response`` included (item 6).
+model (so the client sends it no ``triton_*`` parameter unasked, item 6).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import pytest
 
 from kserve_v2 import InferResult, InvalidInputError
 from kserve_v2.grpc import codec
-from tests.interop.conftest import ClientUnderTest, Peer, expected_failure
+from tests.interop.conftest import ClientUnderTest, Peer
 
 pytestmark = pytest.mark.parametrize("protocol", ["grpc"])
 
@@ -23,30 +23,28 @@ STREAM_INPUTS = {"IN": np.arange(3, dtype=np.int32), "REPEAT": np.array([2], np.
 
 
 def _stream_results(client: ClientUnderTest, **stream_options: Any) -> list[InferResult]:
-    """One request with REPEAT = 2 on a fresh stream; its results, waited for at most 10 s."""
+    """One request with REPEAT = 2 on a fresh stream, which then ends (leaving ``with``
+    closes the sending side and waits for the server to end the stream: a server that marks
+    no request's end, MLServer, ends its requests so); the request's results."""
     if client.mode == "sync":
         with client.client.stream(**stream_options) as stream:
-            return list(stream.send("repeat_decoupled", STREAM_INPUTS).results(timeout=10))
+            request = stream.send("repeat_decoupled", STREAM_INPUTS)
+        assert request.done
+        return list(request.results(timeout=10))
 
     async def run() -> list[InferResult]:
         async with client.client.stream(**stream_options) as stream:
             request = await stream.send("repeat_decoupled", STREAM_INPUTS)
-            return list(await request.results(timeout=10))
+        assert request.done
+        return list(await request.results(timeout=10))
 
     return list(client.run(run()))
 
 
-def test_stream_answers_a_request(
-    request: pytest.FixtureRequest, client: ClientUnderTest, peer: Peer
-) -> None:
+def test_stream_answers_a_request(client: ClientUnderTest, peer: Peer) -> None:
+    """MLServer answers with bare ``ModelInferResponse`` messages, with no mark of a
+    request's last response: they are its results, and the request ends with the stream."""
     peer.skip_unless("streaming")
-    if peer.name == "mlserver":
-        expected_failure(
-            request,
-            5,
-            "MLServer answers ModelStreamInfer with ModelInferResponse messages; "
-            "the client reads them as errors without a request id and the request never ends",
-        )
     results = _stream_results(client)
     assert [r.as_numpy("IDX").tolist() for r in results] == [[0], [1]]
     for result in results:
