@@ -78,6 +78,7 @@ SUBSTITUTIONS: list[tuple[re.Pattern[str], str]] = [
             ("asyncio.Semaphore", "threading.Semaphore"),
             # calls (kserve_v2.backend.Call) and the transports they run on
             ("arun", "run"),
+            ("alearn", "learn"),
             ("astream", "stream"),
             ("AsyncTransport", "Transport"),
             ("kserve_v2.transport.aio", "kserve_v2.transport.stdlib"),

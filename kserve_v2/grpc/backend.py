@@ -332,6 +332,12 @@ class GRPCBackend:
 
     # -- what the server advertises ----------------------------------------------------------
 
+    @property
+    def takes_triton_parameters(self) -> bool:
+        """Whether the server is known to take Triton's parameters (see
+        :func:`speaks_triton_parameters`)."""
+        return self._triton_parameters
+
     def _metadata_call(self, call: GRPCCall[Any]) -> GRPCCall[ServerMetadata]:
         # With the deadline and metadata of the call that needs it (headers may carry auth).
         return GRPCCall(

@@ -307,21 +307,25 @@ def decode_infer_response(
 
 @dataclass(frozen=True, slots=True)
 class StreamEvent:
-    """One ``ModelStreamInferResponse``: a result or the error for one request.
+    """One message of a stream: a result or the error for one request.
 
-    ``final`` is Triton's ``triton_final_response`` flag (None when absent); ``complete``
-    says whether the request can expect no more responses: a final response, or an error
-    without the flag (Triton rejected the request before running it).
+    ``final`` is Triton's ``triton_final_response`` flag (None when absent). ``bare``: the
+    message was a bare ``ModelInferResponse`` (MLServer's stream), not a
+    ``ModelStreamInferResponse``. ``complete`` says whether the request can expect no more
+    responses: a final response, or one without the flag in a ``ModelStreamInferResponse``
+    (an error: Triton rejected the request before running it). A bare response without the
+    flag marks no end: its request ends with the stream.
     """
 
     request_id: str
     result: InferResult | None
     error: ServerError | None
     final: bool | None
+    bare: bool = False
 
     @property
     def complete(self) -> bool:
-        return self.final is not False
+        return not self.bare if self.final is None else self.final
 
     @property
     def empty_final(self) -> bool:
@@ -337,13 +341,15 @@ class StreamEvent:
 def decode_stream_response(
     data: wire.BytesLike, placements: Callable[[str], Placements | None] | None = None
 ) -> StreamEvent:
-    """Decode a serialized ``ModelStreamInferResponse``.
+    """Decode a message received on ``ModelStreamInfer``: a ``ModelStreamInferResponse``, or
+    a bare ``ModelInferResponse`` as MLServer sends (see
+    :func:`~kserve_v2.grpc.wire.decode_stream_message_fields`; the event's ``bare``).
 
     Triton repeats the request's id in ``infer_response`` of an error, which is how the error
     is matched to its request. ``placements`` maps a request id to that request's outputs in
     shared memory.
     """
-    error_message, fields = wire.decode_stream_infer_response_fields(data)
+    error_message, fields, bare = wire.decode_stream_message_fields(data)
     if fields is None:
         fields = ("", "", "", {}, [], [])
     request_id, parameters = fields[2], fields[3]
@@ -352,7 +358,7 @@ def decode_stream_response(
     if error_message:
         return StreamEvent(request_id, None, ServerError(error_message), final)
     placed = placements(request_id) if placements is not None else None
-    return StreamEvent(request_id, _infer_result(fields, placed), None, final)
+    return StreamEvent(request_id, _infer_result(fields, placed), None, final, bare)
 
 
 # --------------------------------------------------------------------- health, metadata

@@ -32,7 +32,12 @@ from kserve_v2.errors import (
     TransportError,
 )
 from kserve_v2.grpc import codec
-from kserve_v2.grpc.backend import SERVICE
+from kserve_v2.grpc.backend import (
+    SERVICE,
+    refuse_triton_only_parameter,
+    speaks_triton_parameters,
+    triton_only_parameter,
+)
 from kserve_v2.grpc.config import Metadata
 from kserve_v2.grpc.status import status_of
 from kserve_v2.hooks import WireHook, WireMessage
@@ -43,6 +48,7 @@ if TYPE_CHECKING:
     from kserve_v2.arguments import Headers
     from kserve_v2.grpc.backend import GRPCBackend
     from kserve_v2.interfaces import AsyncStreamCall, SyncStreamCall
+    from kserve_v2.messages import ServerMetadata
 
 __all__ = [
     "READER_NAME",
@@ -56,11 +62,13 @@ __all__ = [
     "encode_request",
     "hook_event",
     "reader_failure",
+    "refuse_triton_only",
     "remaining",
     "results_of",
     "stream_deadline",
     "stream_metadata",
     "time_left",
+    "triton_server",
 ]
 
 #: The full name of the streaming RPC.
@@ -237,15 +245,34 @@ def build_request(
     return replace(request, parameters=params)
 
 
-def ask_empty_final(enable_empty_final_response: bool, triton_grpc_error: bool) -> bool:
-    """Whether requests ask for Triton's empty final response.
+def ask_empty_final(enable_empty_final_response: bool, triton_grpc_error: bool) -> bool | None:
+    """Whether requests ask for Triton's empty final response; ``None``: if the server is
+    Triton (see :func:`triton_server`).
 
-    Normally always: without it a decoupled model's request never shows as complete (the
-    router hides the response unless the caller asked to see it). Not in Triton's gRPC error
-    mode unless asked: Triton 2.51 aborts (``!byte_buffer->Valid()``) when it ends a stream on
-    an error and then writes the empty final response of the failed request.
+    Asked, always. Otherwise from Triton: without it a decoupled model's request never shows
+    as complete (the router hides the response unless the caller asked to see it). Not in
+    Triton's gRPC error mode unless asked: Triton 2.51 aborts (``!byte_buffer->Valid()``) when
+    it ends a stream on an error and then writes the empty final response of the failed
+    request.
     """
-    return enable_empty_final_response or not triton_grpc_error
+    if enable_empty_final_response:
+        return True
+    return False if triton_grpc_error else None
+
+
+def triton_server(metadata: ServerMetadata | None, known: bool) -> bool:
+    """Whether to treat the server as Triton: it lists Triton's ``parameters`` extension, or
+    its metadata could not be read (the parameter then goes as it always did: without it,
+    Triton's decoupled requests would never complete)."""
+    return speaks_triton_parameters(metadata) or not known
+
+
+def refuse_triton_only(request: InferRequest, metadata: ServerMetadata | None, known: bool) -> None:
+    """Refuse a parameter only Triton's ``InferParameter`` carries, for another server."""
+    if not speaks_triton_parameters(metadata):
+        found = triton_only_parameter(request)
+        if found is not None:
+            refuse_triton_only_parameter(found, metadata, known)
 
 
 def encode_request(request: InferRequest, request_id: str) -> bytes:

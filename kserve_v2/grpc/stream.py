@@ -10,13 +10,26 @@ caller gives none) and wait in a buffer until a consumer takes them, either
   order and stops once every request sent so far is complete.
 
 A request is complete when Triton flags a response ``triton_final_response``. Decoupled models
-may finish without a final data response, so every request asks for Triton's empty final
+may finish without a final data response, so every request to Triton asks for its empty final
 response (``triton_enable_empty_final_response``); it is shown to consumers only when the
 stream was opened with ``enable_empty_final_response=True`` (as an :class:`InferResult` with
-no outputs and ``final == True``).
+no outputs and ``final == True``). Other servers would hand that parameter to the model, so it
+is sent only to a server that lists Triton's ``parameters`` extension (learned from its
+metadata on the first send, once per client; sent as before when the metadata cannot be
+read), or when the caller asks with ``enable_empty_final_response=True``. Likewise a float
+or uint64 parameter is refused for other servers, as by unary calls (see
+:meth:`~kserve_v2.grpc.backend.GRPCBackend.infer`).
 
-The streams run on either gRPC transport: they only use the channel's ``open_stream`` (see
-:class:`~kserve_v2.interfaces.SyncStreamCall`). The call opens when the stream is entered or at
+``ModelStreamInfer`` is Triton's extension, answered with ``ModelStreamInferResponse``
+messages. MLServer answers with bare ``ModelInferResponse`` messages instead: they are taken
+as the responses they are (matched by id like the others), but they mark no request's last
+response, so a request they answer ends when the stream does. With such a server, end the
+sending side (``close()``, or leave the ``with`` block; the server then ends the stream after
+its last response) and read the results, or iterate the stream, which ends with it.
+
+The streams run on either gRPC transport: they use the channel's ``open_stream`` (see
+:class:`~kserve_v2.interfaces.SyncStreamCall`), and its ``call_unary`` for the metadata
+request above. The call opens when the stream is entered or at
 its first ``send``; then a reader (a thread of the sync stream, a task of the async one) takes
 in the responses. On the native transport the sync reader reads the stream's own connection.
 

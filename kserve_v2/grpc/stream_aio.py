@@ -17,6 +17,7 @@ from kserve_v2.arguments import InputsArg, OutputsArg, check_compression, check_
 from kserve_v2.concurrency import AsyncBackground, AsyncCondition, AsyncLock
 from kserve_v2.errors import KServeError, TransportError
 from kserve_v2.grpc import codec
+from kserve_v2.grpc.backend import triton_only_parameter
 from kserve_v2.grpc.routing import (
     READER_NAME,
     STREAM_METHOD,
@@ -29,11 +30,13 @@ from kserve_v2.grpc.routing import (
     encode_request,
     hook_event,
     reader_failure,
+    refuse_triton_only,
     remaining,
     results_of,
     stream_deadline,
     stream_metadata,
     time_left,
+    triton_server,
 )
 from kserve_v2.hooks import WireHook
 from kserve_v2.messages import InferResult
@@ -42,7 +45,8 @@ from kserve_v2.parameters import ParameterValue
 if TYPE_CHECKING:
     from kserve_v2.arguments import Headers
     from kserve_v2.grpc.backend import GRPCBackend
-    from kserve_v2.interfaces import AsyncStreamCall, AsyncStreamChannel
+    from kserve_v2.interfaces import AsyncChannel, AsyncStreamCall
+    from kserve_v2.messages import ServerMetadata
 
 __all__ = ["AsyncGRPCStream", "AsyncStreamRequest"]
 
@@ -107,7 +111,7 @@ class AsyncGRPCStream:
 
     def __init__(
         self,
-        channel: AsyncStreamChannel,
+        channel: AsyncChannel,
         proto: GRPCBackend,
         hook: WireHook | None,
         *,
@@ -130,6 +134,10 @@ class AsyncGRPCStream:
         self._metadata = stream_metadata(proto, headers, triton_grpc_error)
         self._router = Router(bool(enable_empty_final_response))
         self._empty_final = ask_empty_final(enable_empty_final_response, triton_grpc_error)
+        # What the server speaks, asked (once per client) on the first send that needs it.
+        self._proto = proto
+        self._probe = proto.server_metadata(headers=headers, timeout=timeout)
+        self._server: tuple[ServerMetadata | None, bool] | None = None
         self._ids = IdSource()
         # Held around every use of the router and the flags below; the reader notifies it.
         self._cond = AsyncCondition()
@@ -205,6 +213,17 @@ class AsyncGRPCStream:
                 cond.notify_all()
             hook_event(hook, "receive", None, self._started, (), status, error)
 
+    async def _learn(self) -> tuple[ServerMetadata | None, bool]:
+        """The server's metadata (None: unknown) and whether it is known, asked through the
+        channel's unary side unless the client knows them; decides the empty final response
+        if the caller did not."""
+        if self._server is None:
+            metadata = await self._proto.alearn(self._channel, self._hook, self._probe)
+            self._server = (metadata, self._proto.probe.known)
+            if self._empty_final is None:
+                self._empty_final = triton_server(*self._server)
+        return self._server
+
     async def __aenter__(self) -> AsyncGRPCStream:
         if self._open() is None:
             raise closed_error(self._router)
@@ -243,13 +262,16 @@ class AsyncGRPCStream:
 
         The arguments are those of ``AsyncClient.infer`` (metadata, deadline and compression
         belong to the stream: give them to ``client.stream()``). Without ``request_id`` a
-        unique id is made up; an id already in flight on this stream is refused.
+        unique id is made up; an id already in flight on this stream is refused. A float
+        or uint64 parameter is refused for a server that does not take Triton's parameters.
         """
+        if self._empty_final is None:
+            await self._learn()
         request = build_request(
             model,
             inputs,
             request_id,
-            self._empty_final,
+            bool(self._empty_final),
             outputs=outputs,
             version=version,
             parameters=parameters,
@@ -260,6 +282,8 @@ class AsyncGRPCStream:
             timeout_us=timeout_us,
             allow_reserved=allow_reserved,
         )
+        if not self._proto.takes_triton_parameters and triton_only_parameter(request):
+            refuse_triton_only(request, *(await self._learn()))
         call = self._open()
         router = self._router
         with self._cond:

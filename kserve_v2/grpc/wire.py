@@ -61,6 +61,7 @@ __all__ = [
     "WireTensorContents",
     "decode_infer_response_fields",
     "decode_stream_infer_response_fields",
+    "decode_stream_message_fields",
     "encode_infer_request_fields",
 ]
 
@@ -973,6 +974,46 @@ def decode_stream_infer_response_fields(
     decoder.
     """
     buf, view = _as_buffers(data)
+    fields = _usual_stream_response(buf, view)
+    if fields is not None:
+        return "", fields
+    error_message, response = _decode_stream(buf, view)
+    return error_message, None if response is None else response.fields()
+
+
+def decode_stream_message_fields(
+    data: BytesLike,
+) -> tuple[str, InferResponseFields | None, bool]:
+    """Decode a message received on ``ModelStreamInfer`` as ``(error_message, response
+    fields or None, bare)``.
+
+    The message is a ``ModelStreamInferResponse`` (Triton's extension, the only one that
+    defines this RPC), decoded as :func:`decode_stream_infer_response_fields` does, or a bare
+    ``ModelInferResponse`` (MLServer answers its stream with those; ``bare`` is then true):
+    one with a top-level field that only ``ModelInferResponse`` has (``id`` = 3,
+    ``parameters`` = 4, ``outputs`` = 5, ``raw_output_contents`` = 6, all length-delimited).
+    Read as the other, its ``model_name`` (1) would pass for an ``error_message`` and its
+    ``model_version`` (2) for an ``infer_response``.
+    """
+    buf, view = _as_buffers(data)
+    fields = _usual_stream_response(buf, view)
+    if fields is not None:
+        return "", fields, False
+    if _has_infer_response_field(buf, len(view)):
+        try:
+            return "", decode_infer_response_fields(data), True
+        except ProtocolError as exc:
+            raise ProtocolError(
+                f"stream message with fields of a ModelInferResponse, not a "
+                f"ModelStreamInferResponse, and not a valid ModelInferResponse either: {exc}",
+                value=exc.value,
+            ) from None
+    error_message, response = _decode_stream(buf, view)
+    return error_message, None if response is None else response.fields(), False
+
+
+def _usual_stream_response(buf: _Buffer, view: memoryview) -> InferResponseFields | None:
+    """The shortcut: a message that is only an ``infer_response`` (field 2), or None."""
     end = len(buf)
     if type(buf) is not memoryview and end > 2 and buf[0] == 0x12:
         try:
@@ -980,11 +1021,28 @@ def decode_stream_infer_response_fields(
         except ProtocolError:
             size = start = -1
         if start + size == end:
-            fields = _decode_usual_response(buf, view, start, end)
-            if fields is not None:
-                return "", fields
-    error_message, response = _decode_stream(buf, view)
-    return error_message, None if response is None else response.fields()
+            return _decode_usual_response(buf, view, start, end)
+    return None
+
+
+# Tags of the length-delimited fields 3 to 6: what ModelInferResponse has and
+# ModelStreamInferResponse has not.
+_INFER_RESPONSE_ONLY_TAGS: Final = frozenset({0x1A, 0x22, 0x2A, 0x32})
+
+
+def _has_infer_response_field(buf: _Buffer, end: int) -> bool:
+    """Whether a top-level field of the message is one of :data:`_INFER_RESPONSE_ONLY_TAGS`
+    (a malformed message is left to the stream decoder, which reports it)."""
+    pos = 0
+    try:
+        while pos < end:
+            tag, pos = _tag(buf, pos, end, "")
+            if tag in _INFER_RESPONSE_ONLY_TAGS:
+                return True
+            pos = _skip(buf, pos, end, tag >> 3, tag & 7, _MAX_DEPTH, "")
+    except (ProtocolError, IndexError):
+        return False
+    return False
 
 
 def _decode_stream(buf: _Buffer, view: memoryview) -> tuple[str, _Response | None]:

@@ -37,6 +37,7 @@ from kserve_v2.errors import (
 from kserve_v2.grpc import codec, extensions
 from kserve_v2.grpc.backend import GRPCBackend, GRPCCall, metadata_items
 from kserve_v2.grpc.config import DEFAULT_OPTIONS, Metadata, channel_config
+from kserve_v2.grpc.routing import ask_empty_final, triton_server
 from kserve_v2.grpc.status import status_of
 from kserve_v2.interfaces import AsyncUnaryChannel, BytesLike, UnaryChannel
 from kserve_v2.messages import InferRequest, InferResult, OutputTensor
@@ -321,6 +322,38 @@ def test_stream_events() -> None:
 
     event = codec.decode_stream_response(b"")
     assert (event.request_id, event.error, event.complete) == ("", None, True)
+
+
+def _bare_response(rid: str = "r1", version: str = "", **params: bool) -> bytes:
+    """A bare ``ModelInferResponse`` as MLServer streams it."""
+    message = pb.ModelInferResponse(model_name="repeat_decoupled", model_version=version, id=rid)
+    for key, value in params.items():
+        message.parameters[key].bool_param = value
+    message.outputs.add(name="IDX", datatype="INT32", shape=[1])
+    message.raw_output_contents.append(np.array([1], "<i4").tobytes())
+    return bytes(message.SerializeToString())
+
+
+@pytest.mark.parametrize("version", ["", "2"])
+def test_bare_infer_responses_on_a_stream_are_results_that_end_no_request(version: str) -> None:
+    """MLServer's stream sends ModelInferResponse messages: read as a
+    ModelStreamInferResponse, the model name would be an error and the version a response."""
+    event = codec.decode_stream_response(_bare_response(version=version))
+    assert event.bare
+    assert event.error is None
+    assert event.request_id == "r1"
+    assert event.result is not None
+    assert (event.result.model_name, event.result.model_version) == ("repeat_decoupled", version)
+    assert event.result.as_numpy("IDX").tolist() == [1]
+    assert (event.final, event.complete) == (None, False)  # its request ends with the stream
+    flagged = codec.decode_stream_response(_bare_response(triton_final_response=True))
+    assert (flagged.bare, flagged.final, flagged.complete) == (True, True, True)
+
+
+def test_a_stream_message_of_neither_kind_is_a_protocol_error() -> None:
+    broken = b"\x0a\x01m" + b"\x2a\x05\x0a\x03ab"  # outputs[0] runs past its end
+    with pytest.raises(ProtocolError, match="not a ModelStreamInferResponse"):
+        codec.decode_stream_response(broken)
 
 
 def test_metadata_responses() -> None:
@@ -703,6 +736,28 @@ def test_requests_without_such_parameters_ask_nothing() -> None:
     proto = GRPCBackend(ENDPOINT)
     call = proto.infer(_request(p=1, q="x", r=True))
     assert isinstance(call, GRPCCall)
+
+
+@pytest.mark.parametrize(
+    ("asked", "error_mode", "metadata", "known", "sent"),
+    [
+        (True, False, None, False, True),  # asked: always
+        (True, True, None, False, True),
+        (False, True, TRITON, True, False),  # Triton's error mode aborts on it (see stream.py)
+        (False, False, TRITON, True, True),  # Triton: its decoupled requests end by it
+        (False, False, _server(), True, False),  # another server would hand it to the model
+        (False, False, None, True, False),  # a server without metadata: not Triton
+        (False, False, None, False, True),  # unknown: as before, lest Triton's never end
+    ],
+)
+def test_when_stream_requests_ask_for_the_empty_final_response(
+    asked: bool, error_mode: bool, metadata: bytes | None, known: bool, sent: bool
+) -> None:
+    decided = ask_empty_final(asked, error_mode)
+    if decided is None:
+        server = None if metadata is None else codec.decode_server_metadata(metadata)
+        decided = triton_server(server, known)
+    assert decided is sent
 
 
 # -------------------------------------------------------------------- extension results

@@ -4,6 +4,7 @@ and the checks around it."""
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -55,6 +56,18 @@ def test_router_shows_empty_final_responses_when_asked() -> None:
     assert entry is not None
     assert entry.result is not None
     assert entry.result.final is True
+
+
+def test_router_ends_requests_answered_by_bare_responses_with_the_stream() -> None:
+    router = Router(show_empty_final=False)
+    router.register("a")
+    for _ in range(2):
+        router.deliver(replace(event("a", None), bare=True))
+        assert router.is_pending("a")
+    router.finish(None)
+    assert router.done_for("a")
+    assert [e.request_id for e in (router.take_for("a"), router.take_for("a")) if e] == ["a", "a"]
+    assert router.take_for("a") is None
 
 
 def test_router_errors_end_a_request_only_when_final_or_unflagged() -> None:

@@ -28,6 +28,7 @@ from kserve_v2 import (
     TransportError,
     WireMessage,
 )
+from kserve_v2.grpc.codec import generated
 from kserve_v2.shm import SystemSharedMemoryRegion
 from tests.conftest import unwatch, watch
 from tests.grpc.conftest import make_repository, reader_threads
@@ -537,12 +538,44 @@ def test_wire_hook_sees_stream_messages(grpc_url: str, grpc_transport: str) -> N
         c.stream(headers={"X-S": "1"}) as stream,
     ):
         stream.send("repeat_decoupled", repeat(2)).results()
+    # The first send asks the server's metadata (once per client): is it Triton, to which
+    # requests ask for the empty final response?
+    unary = [m for m in seen if m.method == "unary"]
+    assert [(m.direction, m.target) for m in unary] == [
+        ("send", "/inference.GRPCInferenceService/ServerMetadata"),
+        ("receive", "/inference.GRPCInferenceService/ServerMetadata"),
+    ]
+    assert ("x-s", "1") in unary[0].headers
+    seen = [m for m in seen if m.method != "unary"]
     assert all((m.protocol, m.method) == ("grpc", "stream") for m in seen)
     assert seen[0].direction == "send"
     assert ("x-s", "1") in seen[0].headers
     assert [m.direction for m in seen[1:]] == ["send", "receive", "receive", "receive", "receive"]
     assert seen[-1].status == "OK"
     assert seen[-1].body == ()
+
+
+def test_requests_to_triton_ask_for_the_empty_final_response(
+    grpc_url: str, grpc_transport: str
+) -> None:
+    """Triton lists its ``parameters`` extension: stream requests ask it for the empty final
+    response (decoupled requests end by it). The client asks the metadata once, for all its
+    streams."""
+    seen: list[WireMessage] = []
+    with Client(grpc_url, wire_hook=seen.append, grpc_transport=grpc_transport) as c:
+        for _ in range(2):
+            with c.stream() as stream:
+                assert idx(stream.send("repeat_decoupled", repeat(2)).results()) == [0, 1]
+    metadata_calls = [m for m in seen if m.target.endswith("/ServerMetadata")]
+    assert [m.direction for m in metadata_calls] == ["send", "receive"]
+    requests = [
+        generated().ModelInferRequest.FromString(bytes(memoryview(m.body[0]).cast("B")))
+        for m in seen
+        if m.method == "stream" and m.direction == "send" and m.body
+    ]
+    assert len(requests) == 2
+    for request in requests:
+        assert request.parameters["triton_enable_empty_final_response"].bool_param is True
 
 
 def test_outputs_in_shared_memory_over_a_stream(client: Client) -> None:

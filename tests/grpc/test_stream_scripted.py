@@ -114,7 +114,14 @@ class AsyncScriptedCall:
         self.messages.put_nowait(None)
 
 
-class Channel:
+# The scripted server is Triton: its metadata lists the ``parameters`` extension, so stream
+# requests ask for the empty final response (the stream asks the metadata on its first send).
+TRITON_METADATA = pb.ServerMetadataResponse(
+    name="triton", version="2.51.0", extensions=["parameters"]
+).SerializeToString()
+
+
+class _ScriptedChannel:
     def __init__(self, call: Any) -> None:
         self.config: Any = Config()
         self.call = call
@@ -125,13 +132,27 @@ class Channel:
         return self.call
 
 
+class Channel(_ScriptedChannel):
+    def call_unary(self, method: str, request: Any, **options: Any) -> tuple[bytes, tuple[()]]:
+        assert method.endswith("/ServerMetadata"), method
+        return TRITON_METADATA, ()
+
+
+class AsyncChannel(_ScriptedChannel):
+    async def call_unary(
+        self, method: str, request: Any, **options: Any
+    ) -> tuple[bytes, tuple[()]]:
+        assert method.endswith("/ServerMetadata"), method
+        return TRITON_METADATA, ()
+
+
 def sync_stream(**options: Any) -> tuple[GRPCStream, Channel]:
     channel = Channel(ScriptedCall())
     return GRPCStream(channel, GRPCBackend(parse_url(URL)), None, **options), channel
 
 
-def async_stream(**options: Any) -> tuple[AsyncGRPCStream, Channel]:
-    channel = Channel(AsyncScriptedCall())
+def async_stream(**options: Any) -> tuple[AsyncGRPCStream, AsyncChannel]:
+    channel = AsyncChannel(AsyncScriptedCall())
     return AsyncGRPCStream(channel, GRPCBackend(parse_url(URL)), None, **options), channel
 
 
@@ -228,7 +249,9 @@ def test_cancel_ends_the_call_and_the_reader() -> None:
     assert request.done
     assert channel.call.cancelled
     assert not reader_threads()
-    assert [m.direction for m in seen] == ["send", "send", "receive"]
+    # The first send asked the server's metadata (Triton?) on the channel's unary side.
+    assert [(m.method, m.direction) for m in seen[:2]] == [("unary", "send"), ("unary", "receive")]
+    assert [m.direction for m in seen[2:]] == ["send", "send", "receive"]
     assert seen[-1].status == "CANCELLED"
     stream.cancel()  # idempotent
 
@@ -238,7 +261,7 @@ def test_a_wire_hook_may_close_the_stream_from_the_reader() -> None:
     streams: list[GRPCStream] = []
 
     def hook(message: WireMessage) -> None:
-        if message.direction == "receive" and message.body:
+        if message.method == "stream" and message.direction == "receive" and message.body:
             streams[0].close()  # on the reader thread: half-closes, does not wait
 
     stream = GRPCStream(channel, GRPCBackend(parse_url(URL)), hook)

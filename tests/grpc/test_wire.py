@@ -607,6 +607,56 @@ def test_stream_shortcut_agrees_or_fails_like_the_general_decoder(data: bytes) -
         assert canon(fast) == canon(general), data.hex()
 
 
+def _either_kind(data: bytes) -> tuple[str, Any, bool] | None:
+    try:
+        return wire.decode_stream_message_fields(data)
+    except ProtocolError:
+        return None
+
+
+@needs_protobuf
+@FAST
+@given(stream_messages())
+def test_stream_responses_are_read_as_such(message: Any) -> None:
+    data = message.SerializeToString()
+    assert canon(_either_kind(data)) == canon((*decode_stream(data), False))
+
+
+@needs_protobuf
+@FAST
+@given(response_messages())
+def test_bare_infer_responses_on_a_stream_are_read_as_such(message: Any) -> None:
+    """MLServer's form: any response with an id, parameters, outputs or raw contents."""
+    data = message.SerializeToString()
+    bare = bool(message.id or message.parameters or message.outputs or message.raw_output_contents)
+    fields = _either_kind(data)
+    if bare:
+        assert fields is not None
+        assert canon(fields) == canon(("", decode(data), True))
+    elif fields is not None:  # model_name and model_version only: the two kinds agree
+        assert fields[2] is False
+
+
+@needs_protobuf
+@settings(FAST, max_examples=400)
+@given(
+    st.one_of(
+        st.binary(max_size=160),
+        wire_tokens,
+        mutated(stream_messages()),
+        mutated(response_messages()),
+    )
+)
+def test_stream_messages_of_either_kind_decode_as_that_kind_or_raise(data: bytes) -> None:
+    fields = _either_kind(data)
+    if fields is None:
+        return
+    if fields[2]:
+        assert canon(fields[:2]) == canon(("", decode(data)))
+    else:
+        assert canon(fields[:2]) == canon(decode_stream(data))
+
+
 def test_response_golden() -> None:
     output = (
         b"\x0a\x03out\x12\x04FP32"

@@ -87,12 +87,6 @@ class Peer:
             pytest.skip(f"{self.name}: {self.lacks[feature]}")
 
 
-def expected_failure(request: pytest.FixtureRequest, item: int, why: str) -> None:
-    """Mark the running test as the acceptance test of an issue #11 behaviour not fixed yet:
-    strict, so it fails once the behaviour is fixed and the mark is stale."""
-    request.applymarker(pytest.mark.xfail(strict=True, reason=f"issue #11 item {item}: {why}"))
-
-
 def _in_ci() -> bool:
     return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
 

@@ -1,9 +1,5 @@
 """The client against Triton, KServe and MLServer: the same tests on every server, protocol
 (HTTP, gRPC) and client (sync, async); see ``conftest.py`` for the servers and what each lacks.
-
-Behaviours the client does not have yet are written as they should be and marked
-``xfail(strict=True, reason="issue #11 item N: ...")``: they pass once fixed, and then the mark
-must go (strict: an unexpected pass fails).
 """
 
 from __future__ import annotations
