@@ -917,8 +917,6 @@ MALFORMED_RESPONSES: list[tuple[str, bytes, bytes | None]] = [
     ("te other than trailers", STATUS_200 + literal("te", "gzip"), None),
     ("CR LF in a value", STATUS_200 + literal("x-a", "b\r\nx-c: d"), None),
     ("NUL in a value", STATUS_200 + literal("x-a", "b\0"), None),
-    ("value with leading space", STATUS_200 + literal("x-a", " b"), None),
-    ("value with trailing tab", STATUS_200 + literal("x-a", "b\t"), None),
     ("pseudo-header in trailers", STATUS_200, STATUS_200 + literal("grpc-status", "0")),
     ("uppercase name in trailers", STATUS_200, literal("Grpc-Status", "0")),
     ("informational response ending the stream", literal(":status", "103"), b""),
@@ -1665,3 +1663,11 @@ def test_mutated_server_streams_only_raise_connection_errors(
     if cut is not None:
         del mutated[cut % len(mutated) :]
     drive(connected(streams=streams), split_at(bytes(mutated), cuts))
+
+
+def test_a_value_with_surrounding_whitespace_is_read_as_sent() -> None:
+    """RFC 9113 forbids it, but Triton 2.51 ends grpc-message values with a space: the
+    response is accepted and the value kept verbatim."""
+    headers = [(":status", "200"), ("grpc-message", "bad shape. ")]
+    assert h2c.check_response_headers(headers, False) is None
+    assert h2c.check_response_headers([("grpc-message", " x\t")], True) is None
