@@ -261,8 +261,8 @@ def check_response_headers(
     """What makes a response header block (or, with ``trailers``, a trailer block) malformed
     under RFC 9113 section 8, or None when it is well formed (python-hyper/h2's
     ``validate_headers`` rules): names lowercase tokens, values without NUL/CR/LF (surrounding
-    whitespace is tolerated: Triton sends it), no connection-specific fields; pseudo-headers first, only
-    ``:status`` (three digits) and exactly once in a response, none in trailers.
+    whitespace is tolerated: Triton sends it), no connection-specific fields; pseudo-headers
+    first, only ``:status`` (three digits) and exactly once in a response, none in trailers.
 
     ``checked`` remembers regular fields already found valid (header blocks repeat the same
     fields call after call); the caller bounds its size.
