@@ -23,7 +23,6 @@ import contextlib
 import select
 import socket
 import ssl
-import sys
 import time
 from collections.abc import Callable
 from typing import Final
@@ -88,11 +87,6 @@ _GOODBYE_DRAIN: Final = 0.2
 # waits. Beyond this the server is taken to have stopped reading and the connection is
 # dropped: a server that floods PINGs without reading cannot grow our buffer without end.
 _PAUSED_WRITE_LIMIT: Final = 4 << 20
-# Selector transports' writelines() skips the high-water check on these Pythons.
-_WRITELINES_SKIPS_PAUSE: Final = sys.version_info >= (3, 12)
-# What one queued buffer costs beyond its bytes (the bytes object, a memoryview and its queue
-# slot), counted against the limit above.
-_QUEUED_BUFFER_COST: Final = 512
 # How far an asyncio stream call's reader may fall behind (bytes of whole messages received
 # and not yet read) before its stream's DATA stops going back to the flow-control windows:
 # beyond it the server may send one stream window more, then waits for the reader.
@@ -739,17 +733,8 @@ class AsyncConnection(asyncio.Protocol):
         transport = self.transport
         if buffers and transport is not None and not transport.is_closing():
             transport.writelines(buffers)
-            if _WRITELINES_SKIPS_PAUSE and not self.write_paused:
-                # CPython 3.12 and 3.13's selector transports leave out the flow-control check
-                # in writelines(): ask for it, or pause_writing() would never come.
-                pause = getattr(transport, "_maybe_pause_protocol", None)
-                if pause is not None:
-                    pause()
             if self.write_paused:
-                # Each buffer also costs its own object in the transport's queue (a memoryview
-                # on 3.12+): a flood of tiny acknowledgements weighs more than its bytes.
                 self._written_while_paused += sum(len(part) for part in buffers)
-                self._written_while_paused += _QUEUED_BUFFER_COST * len(buffers)
                 if self._written_while_paused > _PAUSED_WRITE_LIMIT:
                     self._abort(
                         TransportError(
