@@ -12,7 +12,6 @@ import asyncio
 import contextlib
 import gzip
 import random
-import sys
 import threading
 import time
 import tracemalloc
@@ -1051,10 +1050,9 @@ def traced_growth() -> Iterator[list[int]]:
         tracemalloc.stop()
 
 
-@pytest.mark.skipif(
-    sys.version_info >= (3, 12),
-    reason="CPython 3.12+'s selector writelines() skips asyncio's flow-control check, so "
-    "pause_writing never comes and the bound is not applied there yet (issue #12 item 3)",
+@pytest.mark.skip(
+    reason="issue #12 item 3 is open: the bound on what is left unsent while the server does "
+    "not read counted request DATA too and dropped large stream requests, so it is not in force"
 )
 async def test_async_server_that_stops_reading_loses_the_connection(serve: Serve) -> None:
     """A server that never reads while it floods PINGs: the acknowledgements would pile up
@@ -1085,10 +1083,9 @@ async def test_async_server_that_stops_reading_loses_the_connection(serve: Serve
         assert await client.is_server_live() is True
 
 
-@pytest.mark.skipif(
-    sys.version_info >= (3, 12),
-    reason="CPython 3.12+'s selector writelines() skips asyncio's flow-control check, so "
-    "pause_writing never comes and the bound is not applied there yet (issue #12 item 3)",
+@pytest.mark.skip(
+    reason="issue #12 item 3 is open: the bound on what is left unsent while the server does "
+    "not read counted request DATA too and dropped large stream requests, so it is not in force"
 )
 async def test_async_idle_connection_whose_server_stops_reading_is_dropped(serve: Serve) -> None:
     """The same with no call in flight: the idle connection is closed, the next call opens
