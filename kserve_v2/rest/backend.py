@@ -116,18 +116,20 @@ class HTTPCall(Generic[T]):
 class _FirstInferCall:
     """An inference of a client that leaves the binary/JSON choice to the server, before the
     server's metadata is known: learn it (once per client), then infer with the choice made:
-    ``json_call`` (built, so its arguments are checked, when the call is), or the call that
-    ``binary_call`` builds."""
+    ``binary_call`` (built, so its arguments are checked, when the call is), or the call that
+    ``json_call`` builds. The JSON body is built only if chosen: for a large tensor it costs
+    many times the tensor's size (a Python object per element), where the binary body is
+    views of the caller's arrays."""
 
     backend: HTTPBackend
-    json_call: Call[InferResult, Transport, AsyncTransport]
-    binary_call: Callable[[], Call[InferResult, Transport, AsyncTransport]]
+    binary_call: Call[InferResult, Transport, AsyncTransport]
+    json_call: Callable[[], Call[InferResult, Transport, AsyncTransport]]
     headers: Headers | None
     timeout: float | None
 
     def _call(self) -> Call[InferResult, Transport, AsyncTransport]:
         # JSON also when the server could not be asked this time (the next call asks again).
-        return self.binary_call() if self.backend._binary_default is True else self.json_call
+        return self.binary_call if self.backend._binary_default is True else self.json_call()
 
     def run(self, transport: Transport, hook: WireHook | None) -> InferResult:
         self.backend.learn(transport, hook, self.headers, self.timeout)
@@ -641,7 +643,7 @@ class HTTPBackend:
                 compression=compression,
             )
             return _FirstInferCall(
-                self, build(binary=False), functools.partial(build, binary=True), headers, timeout
+                self, build(binary=True), functools.partial(build, binary=False), headers, timeout
             )
         body = codec.encode_infer_request(
             request, binary_inputs=use_binary, binary_outputs=use_binary

@@ -272,6 +272,21 @@ def test_the_default_is_binary_where_the_server_advertises_it(
 
 
 @pytest.mark.parametrize("mode", ["sync", "async"])
+def test_the_first_call_to_a_binary_server_never_builds_a_json_body(
+    mode: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A JSON body costs a Python object per element (a 64 MiB tensor: ~1 GiB), so the first
+    # call, which does not yet know which body it will send, must not build it before it knows.
+    def no_json(*args: object) -> None:
+        raise AssertionError("a JSON body was built")
+
+    monkeypatch.setattr(codec, "to_json_data", no_json)
+    server = ScriptedServer(_metadata("binary_tensor_data"))
+    _infer_twice(server, mode)
+    assert server.binary_bodies() == [True, True]
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
 @pytest.mark.parametrize("binary", [True, False])
 def test_a_client_choice_asks_nothing(mode: str, binary: bool) -> None:
     server = ScriptedServer(_metadata())
