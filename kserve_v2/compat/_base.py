@@ -25,6 +25,7 @@ from kserve_v2.errors import (
     ServerError,
     TransportError,
 )
+from kserve_v2.messages import InferResult as NativeResult
 from kserve_v2.tensors import InferInput as NativeInput
 from kserve_v2.tensors import RequestedOutput as NativeOutput
 from kserve_v2.tensors import SharedMemoryPlacement
@@ -32,6 +33,7 @@ from kserve_v2.tensors import SharedMemoryPlacement
 __all__ = [
     "InferInputBase",
     "InferRequestedOutputBase",
+    "InferResultBase",
     "InferenceServerClientPlugin",
     "PluginHost",
     "Request",
@@ -340,6 +342,26 @@ class InferRequestedOutputBase:
 
     def __repr__(self) -> str:
         return f"InferRequestedOutput(name={self._name!r})"
+
+
+class InferResultBase:
+    """A result's native side, as both protocols' ``InferResult`` read it (each adds
+    ``get_response`` / ``get_output`` in its protocol's form)."""
+
+    _result: NativeResult
+
+    @property
+    def native(self) -> NativeResult:
+        """The native :class:`kserve_v2.InferResult` behind this one."""
+        return self._result
+
+    def as_numpy(self, name: str) -> npt.NDArray[Any] | None:
+        """Output ``name`` as a numpy array; ``None`` if the result has no such output or
+        it was written to shared memory."""
+        for tensor in self._result.outputs:
+            if tensor.name == name:
+                return tensor.data
+        return None
 
 
 # -- infer arguments -----------------------------------------------------------------------

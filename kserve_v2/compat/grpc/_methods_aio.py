@@ -8,8 +8,13 @@ call (:meth:`AsyncCompatClient._call`); the messages are made in
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import (
+    Awaitable,  # unasync: sync:
+    Callable,
+    Mapping,
+    Sequence,
+)
+from typing import Any, TypeVar
 
 from kserve_v2.client.aio import AsyncClient
 from kserve_v2.compat._base import raw_cuda_handle, translated
@@ -34,6 +39,8 @@ from kserve_v2.compat.grpc._shared import (
 )
 
 __all__ = ["AsyncGRPCMethods"]
+
+T = TypeVar("T")
 
 
 class AsyncGRPCMethods(GRPCProtocol, AsyncCompatClient):
@@ -71,6 +78,20 @@ class AsyncGRPCMethods(GRPCProtocol, AsyncCompatClient):
 
     def _opened(self) -> None:
         """Set up what a client adds (once the native client is made)."""
+
+    async def _message(
+        self,
+        to_message: Callable[[T], Any],
+        method: Callable[..., Awaitable[T]],  # unasync: sync: method: Callable[..., T],
+        *args: Any,
+        headers: Mapping[str, str] | None,
+        as_json: bool,
+        client_timeout: float | None,
+    ) -> Any:
+        """``method(*args)``'s result as tritonclient returns it: the protobuf message
+        ``to_message`` makes of it, or with ``as_json`` its JSON form."""
+        result = await self._call(method, *args, headers=headers, client_timeout=client_timeout)
+        return reply(to_message(result), as_json)
 
     # -- health and metadata -----------------------------------------------------------------
 
@@ -113,13 +134,12 @@ class AsyncGRPCMethods(GRPCProtocol, AsyncCompatClient):
         client_timeout: float | None = None,
     ) -> Any:
         """``ServerMetadataResponse``."""
-        return reply(
-            server_metadata_message(
-                await self._call(
-                    self._client.server_metadata, headers=headers, client_timeout=client_timeout
-                )
-            ),
-            as_json,
+        return await self._message(
+            server_metadata_message,
+            self._client.server_metadata,
+            headers=headers,
+            as_json=as_json,
+            client_timeout=client_timeout,
         )
 
     async def get_model_metadata(
@@ -131,17 +151,14 @@ class AsyncGRPCMethods(GRPCProtocol, AsyncCompatClient):
         client_timeout: float | None = None,
     ) -> Any:
         """``ModelMetadataResponse``."""
-        return reply(
-            model_metadata_message(
-                await self._call(
-                    self._client.model_metadata,
-                    model_name,
-                    model_version,
-                    headers=headers,
-                    client_timeout=client_timeout,
-                )
-            ),
-            as_json,
+        return await self._message(
+            model_metadata_message,
+            self._client.model_metadata,
+            model_name,
+            model_version,
+            headers=headers,
+            as_json=as_json,
+            client_timeout=client_timeout,
         )
 
     async def get_model_config(
@@ -153,17 +170,14 @@ class AsyncGRPCMethods(GRPCProtocol, AsyncCompatClient):
         client_timeout: float | None = None,
     ) -> Any:
         """``ModelConfigResponse``."""
-        return reply(
-            config_message(
-                await self._call(
-                    self._client.model_config,
-                    model_name,
-                    model_version,
-                    headers=headers,
-                    client_timeout=client_timeout,
-                )
-            ),
-            as_json,
+        return await self._message(
+            config_message,
+            self._client.model_config,
+            model_name,
+            model_version,
+            headers=headers,
+            as_json=as_json,
+            client_timeout=client_timeout,
         )
 
     # -- repository --------------------------------------------------------------------------
@@ -175,13 +189,12 @@ class AsyncGRPCMethods(GRPCProtocol, AsyncCompatClient):
         client_timeout: float | None = None,
     ) -> Any:
         """``RepositoryIndexResponse``."""
-        return reply(
-            repository_index_message(
-                await self._call(
-                    self._client.repository_index, headers=headers, client_timeout=client_timeout
-                )
-            ),
-            as_json,
+        return await self._message(
+            repository_index_message,
+            self._client.repository_index,
+            headers=headers,
+            as_json=as_json,
+            client_timeout=client_timeout,
         )
 
     async def load_model(
@@ -230,17 +243,14 @@ class AsyncGRPCMethods(GRPCProtocol, AsyncCompatClient):
         client_timeout: float | None = None,
     ) -> Any:
         """``ModelStatisticsResponse``."""
-        return reply(
-            statistics_message(
-                await self._call(
-                    self._client.model_statistics,
-                    model_name,
-                    model_version,
-                    headers=headers,
-                    client_timeout=client_timeout,
-                )
-            ),
-            as_json,
+        return await self._message(
+            statistics_message,
+            self._client.model_statistics,
+            model_name,
+            model_version,
+            headers=headers,
+            as_json=as_json,
+            client_timeout=client_timeout,
         )
 
     async def update_trace_settings(
@@ -252,17 +262,14 @@ class AsyncGRPCMethods(GRPCProtocol, AsyncCompatClient):
         client_timeout: float | None = None,
     ) -> Any:
         """Change trace settings; ``TraceSettingResponse`` with the settings in force."""
-        return reply(
-            trace_settings_message(
-                await self._call(
-                    self._client.update_trace_settings,
-                    settings,
-                    model_name or "",
-                    headers=headers,
-                    client_timeout=client_timeout,
-                )
-            ),
-            as_json,
+        return await self._message(
+            trace_settings_message,
+            self._client.update_trace_settings,
+            settings,
+            model_name or "",
+            headers=headers,
+            as_json=as_json,
+            client_timeout=client_timeout,
         )
 
     async def get_trace_settings(
@@ -273,16 +280,13 @@ class AsyncGRPCMethods(GRPCProtocol, AsyncCompatClient):
         client_timeout: float | None = None,
     ) -> Any:
         """``TraceSettingResponse``."""
-        return reply(
-            trace_settings_message(
-                await self._call(
-                    self._client.trace_settings,
-                    model_name or "",
-                    headers=headers,
-                    client_timeout=client_timeout,
-                )
-            ),
-            as_json,
+        return await self._message(
+            trace_settings_message,
+            self._client.trace_settings,
+            model_name or "",
+            headers=headers,
+            as_json=as_json,
+            client_timeout=client_timeout,
         )
 
     async def update_log_settings(
@@ -293,16 +297,13 @@ class AsyncGRPCMethods(GRPCProtocol, AsyncCompatClient):
         client_timeout: float | None = None,
     ) -> Any:
         """Change log settings; ``LogSettingsResponse`` with the settings in force."""
-        return reply(
-            log_settings_message(
-                await self._call(
-                    self._client.update_log_settings,
-                    settings,
-                    headers=headers,
-                    client_timeout=client_timeout,
-                )
-            ),
-            as_json,
+        return await self._message(
+            log_settings_message,
+            self._client.update_log_settings,
+            settings,
+            headers=headers,
+            as_json=as_json,
+            client_timeout=client_timeout,
         )
 
     async def get_log_settings(
@@ -312,13 +313,12 @@ class AsyncGRPCMethods(GRPCProtocol, AsyncCompatClient):
         client_timeout: float | None = None,
     ) -> Any:
         """``LogSettingsResponse``."""
-        return reply(
-            log_settings_message(
-                await self._call(
-                    self._client.log_settings, headers=headers, client_timeout=client_timeout
-                )
-            ),
-            as_json,
+        return await self._message(
+            log_settings_message,
+            self._client.log_settings,
+            headers=headers,
+            as_json=as_json,
+            client_timeout=client_timeout,
         )
 
     # -- shared memory -----------------------------------------------------------------------
@@ -331,16 +331,13 @@ class AsyncGRPCMethods(GRPCProtocol, AsyncCompatClient):
         client_timeout: float | None = None,
     ) -> Any:
         """``SystemSharedMemoryStatusResponse``."""
-        return reply(
-            system_shm_status_message(
-                await self._call(
-                    self._client.system_shared_memory_status,
-                    region_name,
-                    headers=headers,
-                    client_timeout=client_timeout,
-                )
-            ),
-            as_json,
+        return await self._message(
+            system_shm_status_message,
+            self._client.system_shared_memory_status,
+            region_name,
+            headers=headers,
+            as_json=as_json,
+            client_timeout=client_timeout,
         )
 
     async def register_system_shared_memory(
@@ -385,16 +382,13 @@ class AsyncGRPCMethods(GRPCProtocol, AsyncCompatClient):
         client_timeout: float | None = None,
     ) -> Any:
         """``CudaSharedMemoryStatusResponse``."""
-        return reply(
-            cuda_shm_status_message(
-                await self._call(
-                    self._client.cuda_shared_memory_status,
-                    region_name,
-                    headers=headers,
-                    client_timeout=client_timeout,
-                )
-            ),
-            as_json,
+        return await self._message(
+            cuda_shm_status_message,
+            self._client.cuda_shared_memory_status,
+            region_name,
+            headers=headers,
+            as_json=as_json,
+            client_timeout=client_timeout,
         )
 
     async def register_cuda_shared_memory(

@@ -10,8 +10,12 @@ call (:meth:`CompatClient._call`); the messages are made in
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import (
+    Callable,
+    Mapping,
+    Sequence,
+)
+from typing import Any, TypeVar
 
 from kserve_v2.client.sync import Client
 from kserve_v2.compat._base import raw_cuda_handle, translated
@@ -36,6 +40,8 @@ from kserve_v2.compat.grpc._shared import (
 )
 
 __all__ = ["GRPCMethods"]
+
+T = TypeVar("T")
 
 
 class GRPCMethods(GRPCProtocol, CompatClient):
@@ -73,6 +79,20 @@ class GRPCMethods(GRPCProtocol, CompatClient):
 
     def _opened(self) -> None:
         """Set up what a client adds (once the native client is made)."""
+
+    def _message(
+        self,
+        to_message: Callable[[T], Any],
+        method: Callable[..., T],
+        *args: Any,
+        headers: Mapping[str, str] | None,
+        as_json: bool,
+        client_timeout: float | None,
+    ) -> Any:
+        """``method(*args)``'s result as tritonclient returns it: the protobuf message
+        ``to_message`` makes of it, or with ``as_json`` its JSON form."""
+        result = self._call(method, *args, headers=headers, client_timeout=client_timeout)
+        return reply(to_message(result), as_json)
 
     # -- health and metadata -----------------------------------------------------------------
 
@@ -115,13 +135,12 @@ class GRPCMethods(GRPCProtocol, CompatClient):
         client_timeout: float | None = None,
     ) -> Any:
         """``ServerMetadataResponse``."""
-        return reply(
-            server_metadata_message(
-                self._call(
-                    self._client.server_metadata, headers=headers, client_timeout=client_timeout
-                )
-            ),
-            as_json,
+        return self._message(
+            server_metadata_message,
+            self._client.server_metadata,
+            headers=headers,
+            as_json=as_json,
+            client_timeout=client_timeout,
         )
 
     def get_model_metadata(
@@ -133,17 +152,14 @@ class GRPCMethods(GRPCProtocol, CompatClient):
         client_timeout: float | None = None,
     ) -> Any:
         """``ModelMetadataResponse``."""
-        return reply(
-            model_metadata_message(
-                self._call(
-                    self._client.model_metadata,
-                    model_name,
-                    model_version,
-                    headers=headers,
-                    client_timeout=client_timeout,
-                )
-            ),
-            as_json,
+        return self._message(
+            model_metadata_message,
+            self._client.model_metadata,
+            model_name,
+            model_version,
+            headers=headers,
+            as_json=as_json,
+            client_timeout=client_timeout,
         )
 
     def get_model_config(
@@ -155,17 +171,14 @@ class GRPCMethods(GRPCProtocol, CompatClient):
         client_timeout: float | None = None,
     ) -> Any:
         """``ModelConfigResponse``."""
-        return reply(
-            config_message(
-                self._call(
-                    self._client.model_config,
-                    model_name,
-                    model_version,
-                    headers=headers,
-                    client_timeout=client_timeout,
-                )
-            ),
-            as_json,
+        return self._message(
+            config_message,
+            self._client.model_config,
+            model_name,
+            model_version,
+            headers=headers,
+            as_json=as_json,
+            client_timeout=client_timeout,
         )
 
     # -- repository --------------------------------------------------------------------------
@@ -177,13 +190,12 @@ class GRPCMethods(GRPCProtocol, CompatClient):
         client_timeout: float | None = None,
     ) -> Any:
         """``RepositoryIndexResponse``."""
-        return reply(
-            repository_index_message(
-                self._call(
-                    self._client.repository_index, headers=headers, client_timeout=client_timeout
-                )
-            ),
-            as_json,
+        return self._message(
+            repository_index_message,
+            self._client.repository_index,
+            headers=headers,
+            as_json=as_json,
+            client_timeout=client_timeout,
         )
 
     def load_model(
@@ -232,17 +244,14 @@ class GRPCMethods(GRPCProtocol, CompatClient):
         client_timeout: float | None = None,
     ) -> Any:
         """``ModelStatisticsResponse``."""
-        return reply(
-            statistics_message(
-                self._call(
-                    self._client.model_statistics,
-                    model_name,
-                    model_version,
-                    headers=headers,
-                    client_timeout=client_timeout,
-                )
-            ),
-            as_json,
+        return self._message(
+            statistics_message,
+            self._client.model_statistics,
+            model_name,
+            model_version,
+            headers=headers,
+            as_json=as_json,
+            client_timeout=client_timeout,
         )
 
     def update_trace_settings(
@@ -254,17 +263,14 @@ class GRPCMethods(GRPCProtocol, CompatClient):
         client_timeout: float | None = None,
     ) -> Any:
         """Change trace settings; ``TraceSettingResponse`` with the settings in force."""
-        return reply(
-            trace_settings_message(
-                self._call(
-                    self._client.update_trace_settings,
-                    settings,
-                    model_name or "",
-                    headers=headers,
-                    client_timeout=client_timeout,
-                )
-            ),
-            as_json,
+        return self._message(
+            trace_settings_message,
+            self._client.update_trace_settings,
+            settings,
+            model_name or "",
+            headers=headers,
+            as_json=as_json,
+            client_timeout=client_timeout,
         )
 
     def get_trace_settings(
@@ -275,16 +281,13 @@ class GRPCMethods(GRPCProtocol, CompatClient):
         client_timeout: float | None = None,
     ) -> Any:
         """``TraceSettingResponse``."""
-        return reply(
-            trace_settings_message(
-                self._call(
-                    self._client.trace_settings,
-                    model_name or "",
-                    headers=headers,
-                    client_timeout=client_timeout,
-                )
-            ),
-            as_json,
+        return self._message(
+            trace_settings_message,
+            self._client.trace_settings,
+            model_name or "",
+            headers=headers,
+            as_json=as_json,
+            client_timeout=client_timeout,
         )
 
     def update_log_settings(
@@ -295,16 +298,13 @@ class GRPCMethods(GRPCProtocol, CompatClient):
         client_timeout: float | None = None,
     ) -> Any:
         """Change log settings; ``LogSettingsResponse`` with the settings in force."""
-        return reply(
-            log_settings_message(
-                self._call(
-                    self._client.update_log_settings,
-                    settings,
-                    headers=headers,
-                    client_timeout=client_timeout,
-                )
-            ),
-            as_json,
+        return self._message(
+            log_settings_message,
+            self._client.update_log_settings,
+            settings,
+            headers=headers,
+            as_json=as_json,
+            client_timeout=client_timeout,
         )
 
     def get_log_settings(
@@ -314,13 +314,12 @@ class GRPCMethods(GRPCProtocol, CompatClient):
         client_timeout: float | None = None,
     ) -> Any:
         """``LogSettingsResponse``."""
-        return reply(
-            log_settings_message(
-                self._call(
-                    self._client.log_settings, headers=headers, client_timeout=client_timeout
-                )
-            ),
-            as_json,
+        return self._message(
+            log_settings_message,
+            self._client.log_settings,
+            headers=headers,
+            as_json=as_json,
+            client_timeout=client_timeout,
         )
 
     # -- shared memory -----------------------------------------------------------------------
@@ -333,16 +332,13 @@ class GRPCMethods(GRPCProtocol, CompatClient):
         client_timeout: float | None = None,
     ) -> Any:
         """``SystemSharedMemoryStatusResponse``."""
-        return reply(
-            system_shm_status_message(
-                self._call(
-                    self._client.system_shared_memory_status,
-                    region_name,
-                    headers=headers,
-                    client_timeout=client_timeout,
-                )
-            ),
-            as_json,
+        return self._message(
+            system_shm_status_message,
+            self._client.system_shared_memory_status,
+            region_name,
+            headers=headers,
+            as_json=as_json,
+            client_timeout=client_timeout,
         )
 
     def register_system_shared_memory(
@@ -387,16 +383,13 @@ class GRPCMethods(GRPCProtocol, CompatClient):
         client_timeout: float | None = None,
     ) -> Any:
         """``CudaSharedMemoryStatusResponse``."""
-        return reply(
-            cuda_shm_status_message(
-                self._call(
-                    self._client.cuda_shared_memory_status,
-                    region_name,
-                    headers=headers,
-                    client_timeout=client_timeout,
-                )
-            ),
-            as_json,
+        return self._message(
+            cuda_shm_status_message,
+            self._client.cuda_shared_memory_status,
+            region_name,
+            headers=headers,
+            as_json=as_json,
+            client_timeout=client_timeout,
         )
 
     def register_cuda_shared_memory(

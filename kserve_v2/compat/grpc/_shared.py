@@ -8,9 +8,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any, Final
 
-import numpy.typing as npt
-
-from kserve_v2.compat._base import InferInputBase, InferRequestedOutputBase, translated
+from kserve_v2.compat._base import (
+    InferInputBase,
+    InferRequestedOutputBase,
+    InferResultBase,
+    translated,
+)
 from kserve_v2.compat._client_aio import Protocol
 from kserve_v2.compat.utils import InferenceServerException
 from kserve_v2.datatypes import Datatype, serialize
@@ -203,7 +206,7 @@ def reply(message: Any, as_json: bool) -> Any:
     return _to_json(message) if as_json else message
 
 
-class InferResult:
+class InferResult(InferResultBase):
     """The result of an inference (or one response of a stream): :meth:`as_numpy` per
     output, :meth:`get_response` for the ``ModelInferResponse`` message.
 
@@ -218,19 +221,6 @@ class InferResult:
             with translated("grpc"):
                 self._result = decode_infer_response(result.SerializeToString())
             self._response = result
-
-    @property
-    def native(self) -> NativeResult:
-        """The native :class:`kserve_v2.InferResult` behind this one."""
-        return self._result
-
-    def as_numpy(self, name: str) -> npt.NDArray[Any] | None:
-        """Output ``name`` as a numpy array; ``None`` if the result has no such output or
-        it was written to shared memory."""
-        for tensor in self._result.outputs:
-            if tensor.name == name:
-                return tensor.data
-        return None
 
     def get_output(self, name: str, as_json: bool = False) -> Any:
         """Output ``name``'s ``InferOutputTensor`` message (or its JSON form), or ``None``."""

@@ -5,12 +5,11 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-import numpy.typing as npt
-
 from kserve_v2.arguments import build_infer_request
 from kserve_v2.compat._base import (
     InferInputBase,
     InferRequestedOutputBase,
+    InferResultBase,
     infer_arguments_of,
     query_arguments,
     translated,
@@ -114,7 +113,7 @@ def _json_outputs(outputs: Sequence[InferRequestedOutputBase] | None) -> frozens
     return frozenset(o.name() for o in outputs or () if o.binary is False)
 
 
-class InferResult:
+class InferResult(InferResultBase):
     """The result of an inference: :meth:`as_numpy` per output, :meth:`get_response` for
     the response's JSON header as a dict.
 
@@ -153,19 +152,6 @@ class InferResult:
         result = cls(native, verbose)
         result._header = header
         return result
-
-    @property
-    def native(self) -> NativeResult:
-        """The native :class:`kserve_v2.InferResult` behind this one."""
-        return self._result
-
-    def as_numpy(self, name: str) -> npt.NDArray[Any] | None:
-        """Output ``name`` as a numpy array; ``None`` if the result has no such output or
-        it was written to shared memory."""
-        for tensor in self._result.outputs:
-            if tensor.name == name:
-                return tensor.data
-        return None
 
     def get_output(self, name: str) -> dict[str, Any] | None:
         """Output ``name``'s entry of :meth:`get_response`, or ``None``."""
