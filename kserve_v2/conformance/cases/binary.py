@@ -83,6 +83,14 @@ def _input(name: str, datatype: str, shape: list[int], size: int) -> dict[str, A
     }
 
 
+def _simple_json_inputs() -> list[dict[str, Any]]:
+    """The ``simple`` model's two inputs, all ones, as JSON."""
+    return [
+        {"name": n, "shape": [1, 16], "datatype": "INT32", "data": [1] * 16}
+        for n in ("INPUT0", "INPUT1")
+    ]
+
+
 def _i32(values: Any) -> bytes:
     return np.asarray(values, dtype="<i4").tobytes()
 
@@ -487,10 +495,7 @@ def _(ctx: Context) -> None:
 def _(ctx: Context) -> None:
     body = {
         "parameters": {"binary_data_output": True},
-        "inputs": [
-            {"name": n, "shape": [1, 16], "datatype": "INT32", "data": [1] * 16}
-            for n in ("INPUT0", "INPUT1")
-        ],
+        "inputs": _simple_json_inputs(),
     }
     header, binary = _split(ctx, ctx.rest_infer("simple", body))
     sections = _sections(ctx, header, binary)
@@ -536,10 +541,7 @@ def _(ctx: Context) -> None:
 def _(ctx: Context) -> None:
     body = {
         "parameters": {"binary_data_output": True},
-        "inputs": [
-            {"name": n, "shape": [1, 16], "datatype": "INT32", "data": [1] * 16}
-            for n in ("INPUT0", "INPUT1")
-        ],
+        "inputs": _simple_json_inputs(),
         "outputs": [
             {"name": "OUTPUT0", "parameters": {"binary_data": False}},
             {"name": "OUTPUT1", "parameters": {"binary_data": True}},

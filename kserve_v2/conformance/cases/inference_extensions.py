@@ -249,6 +249,18 @@ def _sequence_id() -> int:
     return next(_ids) + 1
 
 
+def _expect_sequence_refused(ctx: Context, parameters: dict[str, Any]) -> None:
+    """A one-step REST request to the sequence model, with these request parameters, is
+    refused with an error object."""
+    body = {
+        "parameters": parameters,
+        "inputs": [{"name": "INPUT", "shape": [1], "datatype": "INT32", "data": [1]}],
+    }
+    expect_error_object(
+        ctx, ctx.rest("POST", "v2/models/sequence_accumulate/infer", json_body=body)
+    )
+
+
 def _step(
     ctx: Context,
     protocol: str,
@@ -374,13 +386,7 @@ _sequence_cases("grpc", "grpc")
     note="The sentence binds the client; the server is expected to refuse the request.",
 )
 def _(ctx: Context) -> None:
-    body = {
-        "parameters": {"sequence_start": True},
-        "inputs": [{"name": "INPUT", "shape": [1], "datatype": "INT32", "data": [1]}],
-    }
-    expect_error_object(
-        ctx, ctx.rest("POST", "v2/models/sequence_accumulate/infer", json_body=body)
-    )
+    _expect_sequence_refused(ctx, {"sequence_start": True})
 
 
 @case(
@@ -398,13 +404,7 @@ def _(ctx: Context) -> None:
     note="A stateful model needs its requests in a sequence; 0 says there is none.",
 )
 def _(ctx: Context) -> None:
-    body = {
-        "parameters": {"sequence_id": 0},
-        "inputs": [{"name": "INPUT", "shape": [1], "datatype": "INT32", "data": [1]}],
-    }
-    expect_error_object(
-        ctx, ctx.rest("POST", "v2/models/sequence_accumulate/infer", json_body=body)
-    )
+    _expect_sequence_refused(ctx, {"sequence_id": 0})
 
 
 @case(

@@ -55,10 +55,16 @@ CONFIG_FAIL = Spec(
 CONFIG_EXT = "model_configuration"
 
 
-def _config(ctx: Context, path: str) -> dict[str, Any]:
-    body = expect_json(ctx, ctx.rest("GET", path))
-    ctx.check(isinstance(body, dict), f"the configuration is not a JSON object: {body!r:.200}")
+def _json_object(ctx: Context, response: Any, what: str, limit: int) -> dict[str, Any]:
+    """The 200 response's body, which must be a JSON object (``what`` it is, for the
+    failure message, which shows at most ``limit`` characters of the body)."""
+    body = expect_json(ctx, response)
+    ctx.check(isinstance(body, dict), f"{what} not a JSON object: {body!r:.{limit}}")
     return dict(body)
+
+
+def _config(ctx: Context, path: str) -> dict[str, Any]:
+    return _json_object(ctx, ctx.rest("GET", path), "the configuration is", 200)
 
 
 @case(
@@ -833,9 +839,7 @@ TRACE_MODEL = "identity_int16"
 
 
 def _settings(ctx: Context, response: Any) -> dict[str, Any]:
-    body = expect_json(ctx, response)
-    ctx.check(isinstance(body, dict), f"the settings are not a JSON object: {body!r:.300}")
-    return dict(body)
+    return _json_object(ctx, response, "the settings are", 300)
 
 
 @case(
@@ -997,6 +1001,13 @@ LOG_TYPES = {
 }
 
 
+def _restored_log_verbose_level(ctx: Context) -> Any:
+    """The current ``log_verbose_level``, put back when the case ends."""
+    original = _settings(ctx, ctx.rest("GET", "v2/logging")).get("log_verbose_level", 0)
+    ctx.cleanup(lambda: ctx.rest("POST", "v2/logging", json_body={"log_verbose_level": original}))
+    return original
+
+
 @case(
     "rest.logging.get",
     "GET v2/logging answers the log settings with their types",
@@ -1031,8 +1042,7 @@ def _(ctx: Context) -> None:
     extension="logging",
 )
 def _(ctx: Context) -> None:
-    original = _settings(ctx, ctx.rest("GET", "v2/logging")).get("log_verbose_level", 0)
-    ctx.cleanup(lambda: ctx.rest("POST", "v2/logging", json_body={"log_verbose_level": original}))
+    original = _restored_log_verbose_level(ctx)
     updated = _settings(
         ctx,
         ctx.rest("POST", "v2/logging", json_body={"log_verbose_level": 1 if original != 1 else 2}),
@@ -1055,8 +1065,7 @@ def _(ctx: Context) -> None:
     extension="logging",
 )
 def _(ctx: Context) -> None:
-    original = _settings(ctx, ctx.rest("GET", "v2/logging")).get("log_verbose_level", 0)
-    ctx.cleanup(lambda: ctx.rest("POST", "v2/logging", json_body={"log_verbose_level": original}))
+    _restored_log_verbose_level(ctx)
     expect_error_object(ctx, ctx.rest("POST", "v2/logging", json_body={"log_verbose_level": -1}))
 
 

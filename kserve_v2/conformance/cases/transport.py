@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import zlib
+from collections.abc import Callable
 
 import numpy as np
 
@@ -50,28 +51,21 @@ def _compressed_request(ctx: Context, encoding: str, data: bytes) -> None:
     ctx.equal(out.tolist(), [[1, 2, 3]], "OUTPUT0")
 
 
-@case(
-    "rest.compression.request-gzip",
-    "A gzip-compressed request body is accepted",
-    HTTP_COMPRESSION,
-    Level.MAY,
-    protocols=HTTP,
-    models=("identity_int32",),
-)
-def _(ctx: Context) -> None:
-    _compressed_request(ctx, "gzip", gzip.compress(BODY))
+def _compressed_request_case(encoding: str, compress: Callable[[bytes], bytes]) -> None:
+    @case(
+        f"rest.compression.request-{encoding}",
+        f"A {encoding}-compressed request body is accepted",
+        HTTP_COMPRESSION,
+        Level.MAY,
+        protocols=HTTP,
+        models=("identity_int32",),
+    )
+    def _(ctx: Context) -> None:
+        _compressed_request(ctx, encoding, compress(BODY))
 
 
-@case(
-    "rest.compression.request-deflate",
-    "A deflate-compressed request body is accepted",
-    HTTP_COMPRESSION,
-    Level.MAY,
-    protocols=HTTP,
-    models=("identity_int32",),
-)
-def _(ctx: Context) -> None:
-    _compressed_request(ctx, "deflate", zlib.compress(BODY))
+_compressed_request_case("gzip", gzip.compress)
+_compressed_request_case("deflate", zlib.compress)
 
 
 @case(
