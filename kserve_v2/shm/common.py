@@ -40,6 +40,7 @@ __all__ = [
     "check_name",
     "check_offset",
     "check_range",
+    "check_span",
     "check_shape",
     "check_size",
     "deserialize_bytes_prefix",
@@ -119,6 +120,14 @@ def check_range(offset: object, size: object, limit: int, region: str) -> tuple[
             value=(off, n),
         )
     return off, n
+
+
+def check_span(offset: object, size: int | None, limit: int, region: str) -> tuple[int, int]:
+    """:func:`check_range` for ``size`` bytes at ``offset``, ``size`` defaulting to the rest
+    of the region after ``offset``."""
+    off = check_offset(offset)
+    n = limit - off if size is None else size
+    return check_range(off, n, limit, region)
 
 
 def check_name(name: object) -> str:

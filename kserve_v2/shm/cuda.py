@@ -54,10 +54,10 @@ from kserve_v2.shm.common import (
     SharedMemoryError,
     as_int,
     check_name,
-    check_offset,
     check_range,
     check_shape,
     check_size,
+    check_span,
     host_bytes,
     placement,
     read_bytes_tensor,
@@ -558,9 +558,7 @@ class CudaSharedMemoryRegion:
 
             raw = region.copy_to_host(16)
         """
-        off = check_offset(offset)
-        n = self._byte_size - off if size is None else size
-        off, n = check_range(off, n, self._byte_size, self._name)
+        off, n = check_span(offset, size, self._byte_size, self._name)
         return self._download(off, n).tobytes()
 
     def _download(self, offset: int, size: int) -> npt.NDArray[np.uint8]:
@@ -614,9 +612,7 @@ class CudaSharedMemoryRegion:
             words = region.read_bytes_array(3, byte_size=n)
         """
         dims = check_shape(shape)
-        off = check_offset(offset)
-        n = self._byte_size - off if byte_size is None else byte_size
-        off, n = check_range(off, n, self._byte_size, self._name)
+        off, n = check_span(offset, byte_size, self._byte_size, self._name)
         return read_bytes_tensor(
             self._download(off, n).data, dims, byte_size is not None, f"region {self._name!r}"
         )

@@ -72,6 +72,7 @@ from kserve_v2.shm.common import (
     check_range,
     check_shape,
     check_size,
+    check_span,
     host_bytes,
     placement,
     read_bytes_tensor,
@@ -479,9 +480,7 @@ class SystemSharedMemoryRegion:
             header = region.read_bytes(0, 16)
         """
         view = self._view()
-        off = check_offset(offset)
-        n = self._byte_size - off if size is None else size
-        off, n = check_range(off, n, self._byte_size, self._name)
+        off, n = check_span(offset, size, self._byte_size, self._name)
         return bytes(view[off : off + n])
 
     def read_bytes_array(
@@ -499,9 +498,7 @@ class SystemSharedMemoryRegion:
         """
         view = self._view()
         dims = check_shape(shape)
-        off = check_offset(offset)
-        n = self._byte_size - off if byte_size is None else byte_size
-        off, n = check_range(off, n, self._byte_size, self._name)
+        off, n = check_span(offset, byte_size, self._byte_size, self._name)
         return read_bytes_tensor(
             view[off : off + n], dims, byte_size is not None, f"region {self._name!r}"
         )
