@@ -27,12 +27,13 @@ import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from types import TracebackType
 from typing import ClassVar
 
 from kserve_v2.errors import KServeError
 from kserve_v2.testing.process import (
     HOST,
+    ServerProcess,
+    StartupLogError,
     end_process_group,
     free_ports,
     no_proxy_opener,
@@ -62,16 +63,11 @@ class PeerEnvNotFoundError(PeerLaunchError):
     """The server's virtual environment is missing; the message says how to make it."""
 
 
-class PeerStartupError(PeerLaunchError):
+class PeerStartupError(StartupLogError, PeerLaunchError):
     """The server exited or did not become ready in time.
 
     ``log_tail`` holds the last lines of the server's log, which are also in the message.
     """
-
-    def __init__(self, message: str, *, log_tail: str = "") -> None:
-        super().__init__(message)
-        self.message = message
-        self.log_tail = log_tail
 
 
 @dataclass(frozen=True)
@@ -97,7 +93,7 @@ def _candidate_roots(dirname: str) -> list[Path]:
     return candidates
 
 
-class PeerServer:
+class PeerServer(ServerProcess):
     """A Python inference server on free loopback ports, run from its own environment.
 
     Nothing runs until :meth:`start` (or ``with``); addresses are on ``127.0.0.1``.
@@ -138,9 +134,9 @@ class PeerServer:
         self._extra_env = dict(extra_env or {})
         self.startup_timeout = startup_timeout
         self._stop_grace = stop_grace
-        self._proc: subprocess.Popen[bytes] | None = None
-        self._tmp_dir: Path | None = None
-        self._finalizer: weakref.finalize[..., PeerServer] | None = None
+        self._proc = None
+        self._tmp_dir = None
+        self._finalizer = None
         self._ports: tuple[int, ...] | None = None
         self._log_path: Path | None = None
         self._log_start = 0  # where the current run's part of the log begins
@@ -220,14 +216,6 @@ class PeerServer:
         return self._ports
 
     @property
-    def http_port(self) -> int:
-        return self._require_ports()[0]
-
-    @property
-    def grpc_port(self) -> int:
-        return self._require_ports()[1]
-
-    @property
     def http_url(self) -> str:
         """Base URL of the HTTP/REST endpoint, e.g. ``http://127.0.0.1:40123`` (no slash)."""
         return f"http://{HOST}:{self.http_port}"
@@ -243,14 +231,6 @@ class PeerServer:
         if self._log_path is None:
             raise PeerLaunchError(f"the {self.name} server has not been started")
         return self._log_path
-
-    def is_running(self) -> bool:
-        """Whether the server process is alive."""
-        return self._proc is not None and self._proc.poll() is None
-
-    def read_log(self) -> str:
-        """The server's output so far."""
-        return self.log_path.read_text("utf-8", "replace")
 
     # -- life cycle ----------------------------------------------------------------------------
 
@@ -380,25 +360,8 @@ class PeerServer:
             log_tail=last,
         )
 
-    def stop(self) -> None:
-        """Stop the server (SIGTERM, then SIGKILL after ``stop_grace`` seconds, then the rest of
-        its process group) and remove the temporary directory. Safe to call more than once."""
-        finalizer, self._finalizer = self._finalizer, None
-        if finalizer is not None:
-            finalizer()
-        self._proc = None
-        self._tmp_dir = None
-
     def __enter__(self) -> PeerServer:
         return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self.stop()
 
     def __repr__(self) -> str:
         where = f" http={self.http_url} grpc={self.grpc_url}" if self._ports else ""

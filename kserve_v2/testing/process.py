@@ -2,7 +2,8 @@
 
 Each launcher runs its server as the leader of a new process group on free loopback ports and
 writes its output to a log file; these helpers pick the ports, read the log back, and end the
-whole group.
+whole group. :class:`ServerProcess` is the launchers' common base (ports, log, ``stop``) and
+:class:`StartupLogError` their start-up errors' (the log's tail).
 
 Example::
 
@@ -23,10 +24,15 @@ import socket
 import subprocess
 import time
 import urllib.request
+import weakref
 from pathlib import Path
+from types import TracebackType
+from typing import Any
 
 __all__ = [
     "HOST",
+    "ServerProcess",
+    "StartupLogError",
     "end_process_group",
     "free_ports",
     "group_has_live_members",
@@ -135,3 +141,71 @@ def group_has_live_members(pgid: int) -> bool:
         if len(fields) > 2 and fields[0] != "Z" and fields[2] == str(pgid):
             return True
     return False
+
+
+class StartupLogError(Exception):
+    """A server exited or did not become ready in time (each launcher's ``...StartupError``
+    puts this first among its bases).
+
+    ``log_tail`` holds the last lines of the server's log, which are also in the message.
+    """
+
+    def __init__(self, message: str, *, log_tail: str = "") -> None:
+        super().__init__(message)
+        self.message = message
+        self.log_tail = log_tail
+
+
+class ServerProcess:
+    """What the launchers do alike with the server they started: its ports, its log, and
+    stopping it (each launcher starts it, and says what ``_require_ports`` and ``log_path``
+    raise before it has).
+
+    ``_finalizer`` ends the process group and removes the temporary directory, once: it is
+    armed as soon as the directory exists and re-armed with the process.
+    """
+
+    _proc: subprocess.Popen[bytes] | None
+    _tmp_dir: Path | None
+    _finalizer: weakref.finalize[..., Any] | None
+
+    def _require_ports(self) -> tuple[int, ...]:
+        raise NotImplementedError
+
+    @property
+    def log_path(self) -> Path:
+        """The file receiving the server's stdout and stderr."""
+        raise NotImplementedError
+
+    @property
+    def http_port(self) -> int:
+        return self._require_ports()[0]
+
+    @property
+    def grpc_port(self) -> int:
+        return self._require_ports()[1]
+
+    def is_running(self) -> bool:
+        """Whether the server process is alive."""
+        return self._proc is not None and self._proc.poll() is None
+
+    def read_log(self) -> str:
+        """The server's output so far."""
+        return self.log_path.read_text("utf-8", "replace")
+
+    def stop(self) -> None:
+        """Stop the server (SIGTERM, then SIGKILL after ``stop_grace`` seconds, then the rest of
+        its process group) and remove the temporary directory. Safe to call more than once."""
+        finalizer, self._finalizer = self._finalizer, None
+        if finalizer is not None:
+            finalizer()  # runs the clean-up once: ends the process group, removes the directory
+        self._proc = None
+        self._tmp_dir = None
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.stop()

@@ -49,11 +49,12 @@ import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from types import TracebackType
 
 from kserve_v2.errors import KServeError
 from kserve_v2.testing.process import (
     HOST,
+    ServerProcess,
+    StartupLogError,
     end_process_group,
     free_ports,
     no_proxy_opener,
@@ -103,16 +104,11 @@ class TritonEnvNotFoundError(TritonLaunchError):
     one."""
 
 
-class TritonStartupError(TritonLaunchError):
+class TritonStartupError(StartupLogError, TritonLaunchError):
     """The server exited or did not become ready in time.
 
     ``log_tail`` holds the last lines of the server's log, which are also in the message.
     """
-
-    def __init__(self, message: str, *, log_tail: str = "") -> None:
-        super().__init__(message)
-        self.message = message
-        self.log_tail = log_tail
 
 
 @dataclass(frozen=True)
@@ -285,7 +281,7 @@ class _PortInUseError(Exception):
     """A chosen port was taken before Triton could bind it."""
 
 
-class TritonServer:
+class TritonServer(ServerProcess):
     """A local Triton server on free loopback ports; see the module docstring for an example.
 
     Nothing runs until :meth:`start` (or ``with``). All addresses are on ``127.0.0.1``.
@@ -378,9 +374,9 @@ class TritonServer:
         self._exit_timeout = exit_timeout
         self._stop_grace = stop_grace
 
-        self._proc: subprocess.Popen[bytes] | None = None
-        self._tmp_dir: Path | None = None
-        self._finalizer: weakref.finalize[..., TritonServer] | None = None
+        self._proc = None
+        self._tmp_dir = None
+        self._finalizer = None
         self._ports: tuple[int, int, int] | None = None
         self._log_path: Path | None = None
         self._shm_prefix = ""
@@ -393,14 +389,6 @@ class TritonServer:
         if self._ports is None:
             raise TritonLaunchError("the server has not been started")
         return self._ports
-
-    @property
-    def http_port(self) -> int:
-        return self._require_ports()[0]
-
-    @property
-    def grpc_port(self) -> int:
-        return self._require_ports()[1]
 
     @property
     def metrics_port(self) -> int:
@@ -437,10 +425,6 @@ class TritonServer:
             raise TritonLaunchError("the server has not been started")
         return self._proc.pid
 
-    def is_running(self) -> bool:
-        """Whether the server process is alive."""
-        return self._proc is not None and self._proc.poll() is None
-
     def wait(self, timeout: float | None = None) -> int:
         """Wait for the server process to exit by itself (a crash, say); returns its exit status
         (negative: killed by that signal). Raises :class:`subprocess.TimeoutExpired` on timeout.
@@ -448,10 +432,6 @@ class TritonServer:
         if self._proc is None:
             raise TritonLaunchError("the server has not been started")
         return self._proc.wait(timeout)
-
-    def read_log(self) -> str:
-        """The server's output so far."""
-        return self.log_path.read_text("utf-8", "replace")
 
     # -- life cycle -----------------------------------------------------------------------------
 
@@ -671,25 +651,8 @@ class TritonServer:
             log_tail=tail(this_run, _LOG_TAIL_LINES),
         )
 
-    def stop(self) -> None:
-        """Stop the server (SIGTERM, then SIGKILL after ``stop_grace`` seconds) and remove the
-        temporary directory. Safe to call more than once."""
-        finalizer, self._finalizer = self._finalizer, None
-        if finalizer is not None:
-            finalizer()  # runs _cleanup once: ends the process group, removes the directory
-        self._proc = None
-        self._tmp_dir = None
-
     def __enter__(self) -> TritonServer:
         return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self.stop()
 
     def __repr__(self) -> str:
         where = f" http={self.http_url} grpc={self.grpc_url}" if self._ports else ""
