@@ -134,9 +134,9 @@ class PeerServer(ServerProcess):
         self._extra_env = dict(extra_env or {})
         self.startup_timeout = startup_timeout
         self._stop_grace = stop_grace
-        self._proc = None
-        self._tmp_dir = None
-        self._finalizer = None
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._tmp_dir: Path | None = None
+        self._finalizer: weakref.finalize[..., PeerServer] | None = None
         self._ports: tuple[int, ...] | None = None
         self._log_path: Path | None = None
         self._log_start = 0  # where the current run's part of the log begins

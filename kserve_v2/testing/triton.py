@@ -374,9 +374,9 @@ class TritonServer(ServerProcess):
         self._exit_timeout = exit_timeout
         self._stop_grace = stop_grace
 
-        self._proc = None
-        self._tmp_dir = None
-        self._finalizer = None
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._tmp_dir: Path | None = None
+        self._finalizer: weakref.finalize[..., TritonServer] | None = None
         self._ports: tuple[int, int, int] | None = None
         self._log_path: Path | None = None
         self._shm_prefix = ""
