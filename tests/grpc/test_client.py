@@ -605,3 +605,45 @@ def test_invalid_input_is_refused_before_sending(client: Client) -> None:
         client.infer("identity_fp32", {"INPUT0": np.ones(2, np.float32)}, headers={"a b": "c"})
     with pytest.raises(InvalidInputError, match="HTTP"):
         client.infer("identity_fp32", {"INPUT0": np.ones((1, 1), np.float32)}, query={"a": "b"})
+
+
+# -- query parameters: HTTP only --------------------------------------------------------------
+
+#: Calls of the gRPC client with ``query=``: each is refused before anything is sent.
+QUERY_CALLS = {
+    "is_server_live": lambda c, q: c.is_server_live(query=q),
+    "model_metadata": lambda c, q: c.model_metadata("identity_fp32", query=q),
+    "model_config": lambda c, q: c.model_config("identity_fp32", query=q),
+    "repository_index": lambda c, q: c.repository_index(query=q),
+    "system_shared_memory_status": lambda c, q: c.system_shared_memory_status(query=q),
+    "update_log_settings": lambda c, q: c.update_log_settings({"log_info": True}, query=q),
+}
+
+
+def test_query_is_refused_over_grpc(grpc_url: str, grpc_transport: str, triton: Any) -> None:
+    seen: list[WireMessage] = []
+    with Client(grpc_url, grpc_transport=grpc_transport, wire_hook=seen.append) as client:
+        for name, call in QUERY_CALLS.items():
+            with pytest.raises(InvalidInputError, match="HTTP only") as info:
+                call(client, {"a": "b"})
+            assert isinstance(info.value, ValueError), name
+        assert seen == []
+        assert client.model_config("identity_fp32", query=None)["name"] == "identity_fp32"
+        # Metrics come over HTTP whatever the client's protocol: the query goes with them.
+        assert client.metrics(triton.metrics_url, query={"a": "b"})
+    assert seen[-1].target == f"{triton.metrics_url}?a=b"
+
+
+async def test_query_is_refused_over_grpc_async(
+    grpc_url: str, grpc_transport: str, triton: Any
+) -> None:
+    seen: list[WireMessage] = []
+    async with AsyncClient(
+        grpc_url, grpc_transport=grpc_transport, wire_hook=seen.append
+    ) as client:
+        for call in QUERY_CALLS.values():
+            with pytest.raises(InvalidInputError, match="HTTP only"):
+                await call(client, {"a": "b"})
+        assert seen == []
+        assert await client.metrics(triton.metrics_url, query={"a": "b"})
+    assert seen[-1].target == f"{triton.metrics_url}?a=b"
