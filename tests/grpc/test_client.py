@@ -31,6 +31,7 @@ from kserve_v2.datatypes import Datatype, bf16_bits_to_float32, float32_to_bf16_
 from kserve_v2.grpc import codec
 from kserve_v2.shm import SystemSharedMemoryRegion
 from kserve_v2.testing import TritonServer
+from tests.client.conftest import REUSE_SHAPES, reuse_data, reuse_one_input
 from tests.grpc.conftest import GRPC_TRANSPORTS, make_repository, rest_json
 from tests.strategies import assert_tensor_equal
 
@@ -647,3 +648,28 @@ async def test_query_is_refused_over_grpc_async(
         assert seen == []
         assert await client.metrics(triton.metrics_url, query={"a": "b"})
     assert seen[-1].target == f"{triton.metrics_url}?a=b"
+
+
+# -- one input reused across calls ----------------------------------------------------------------
+
+
+def test_one_input_reused_across_calls_and_placements(client: Client) -> None:
+    assert reuse_one_input(client, "reuse-grpc-sync") == 2 * len(REUSE_SHAPES)
+
+
+async def test_one_input_reused_across_calls_and_placements_async(aclient: AsyncClient) -> None:
+    x = InferInput("INPUT0", np.zeros((1, 1), np.float32))
+    with SystemSharedMemoryRegion.create("reuse-grpc-async", 4096) as region:
+        await aclient.register_region(region)
+        try:
+            for step, shape in enumerate(REUSE_SHAPES):
+                data = reuse_data(step, shape)
+                x.set_data(data)
+                out = (await aclient.infer("identity_fp32", [x])).as_numpy("OUTPUT0")
+                np.testing.assert_array_equal(out, data)
+                placed = reuse_data(step + 100, shape[::-1])
+                x.set_shared_memory(region.placement(region.write(placed)), shape=placed.shape)
+                out = (await aclient.infer("identity_fp32", [x])).as_numpy("OUTPUT0")
+                np.testing.assert_array_equal(out, placed)
+        finally:
+            await aclient.unregister_region(region)
