@@ -35,7 +35,13 @@ from kserve_v2.version import __version__
 if TYPE_CHECKING:
     from kserve_v2.client.aio import AsyncClient
     from kserve_v2.client.sync import Client
-    from kserve_v2.datatypes import Datatype
+    from kserve_v2.datatypes import (
+        Datatype,
+        datatype_of,
+        deserialize_bytes_elements,
+        numpy_dtype,
+        serialize_bytes_elements,
+    )
     from kserve_v2.hooks import WireMessage
     from kserve_v2.messages import (
         InferRequest,
@@ -56,7 +62,16 @@ else:
         {
             "AsyncClient": "kserve_v2.client.aio",
             "Client": "kserve_v2.client.sync",
-            "Datatype": "kserve_v2.datatypes",
+            **dict.fromkeys(
+                (
+                    "Datatype",
+                    "datatype_of",
+                    "deserialize_bytes_elements",
+                    "numpy_dtype",
+                    "serialize_bytes_elements",
+                ),
+                "kserve_v2.datatypes",
+            ),
             "WireMessage": "kserve_v2.hooks",
             **dict.fromkeys(
                 (
@@ -103,4 +118,8 @@ __all__ = [
     "TransportError",
     "WireMessage",
     "__version__",
+    "datatype_of",
+    "deserialize_bytes_elements",
+    "numpy_dtype",
+    "serialize_bytes_elements",
 ]

@@ -46,6 +46,7 @@ __all__ = [
     "header_pairs",
     "log_settings_update",
     "normalize_load_request",
+    "refuse_query",
     "system_shm_registration",
     "trace_settings_update",
 ]
@@ -135,6 +136,26 @@ def check_query(query: object) -> None:
             raise InvalidInputError(
                 f"query parameter names must be non-empty strings, got {key!r}", value=key
             )
+
+
+def refuse_query(query: object) -> None:
+    """Refuse URL query parameters for a call that has no URL (every gRPC call).
+
+    ``query=`` is accepted by every client method so that code reads the same for both
+    protocols, but over gRPC there is nowhere to put it; dropping it silently would hide a
+    mistake (an API key in the query, say), so any value but ``None`` is an error.
+
+    Example::
+
+        refuse_query(None)              # fine
+        refuse_query({"key": "v"})      # InvalidInputError: query parameters apply to HTTP only
+    """
+    if query is not None:
+        raise InvalidInputError(
+            "query parameters apply to HTTP only: a gRPC call has no URL "
+            "(drop query=, or use an http:// URL)",
+            value=query,
+        )
 
 
 def check_bool(value: object, what: str) -> bool:

@@ -165,8 +165,10 @@ class MetadataProbe:
 class Backend(Protocol[IO_contra, AIO_contra]):
     """What each protocol (HTTP, gRPC) provides to the clients: prepared calls.
 
-    Every method takes the per-call keywords ``headers`` (HTTP headers or gRPC metadata) and
-    ``timeout`` (seconds; ``None``: the client's default). Extension results are plain
+    Every method takes the per-call keywords ``headers`` (HTTP headers or gRPC metadata),
+    ``query`` (HTTP: extra URL query parameters; gRPC refuses any, having no URL: see
+    :func:`~kserve_v2.arguments.refuse_query`) and ``timeout`` (seconds; ``None``: the
+    client's default). Extension results are plain
     structures shaped like Triton's REST JSON on both protocols (gRPC messages are converted:
     int64 values as ints, field names as in the REST JSON), so code does not change with the
     protocol. A bad argument raises :class:`~kserve_v2.errors.InvalidInputError` when the call
@@ -175,10 +177,18 @@ class Backend(Protocol[IO_contra, AIO_contra]):
 
     # core protocol
     def server_live(
-        self, *, headers: Headers | None = None, timeout: float | None = None
+        self,
+        *,
+        headers: Headers | None = None,
+        query: QueryParams | None = None,
+        timeout: float | None = None,
     ) -> Call[bool, IO_contra, AIO_contra]: ...
     def server_ready(
-        self, *, headers: Headers | None = None, timeout: float | None = None
+        self,
+        *,
+        headers: Headers | None = None,
+        query: QueryParams | None = None,
+        timeout: float | None = None,
     ) -> Call[bool, IO_contra, AIO_contra]: ...
     def model_ready(
         self,
@@ -186,10 +196,15 @@ class Backend(Protocol[IO_contra, AIO_contra]):
         version: str | int = "",
         *,
         headers: Headers | None = None,
+        query: QueryParams | None = None,
         timeout: float | None = None,
     ) -> Call[bool, IO_contra, AIO_contra]: ...
     def server_metadata(
-        self, *, headers: Headers | None = None, timeout: float | None = None
+        self,
+        *,
+        headers: Headers | None = None,
+        query: QueryParams | None = None,
+        timeout: float | None = None,
     ) -> Call[ServerMetadata, IO_contra, AIO_contra]: ...
     def model_metadata(
         self,
@@ -197,6 +212,7 @@ class Backend(Protocol[IO_contra, AIO_contra]):
         version: str | int = "",
         *,
         headers: Headers | None = None,
+        query: QueryParams | None = None,
         timeout: float | None = None,
     ) -> Call[ModelMetadata, IO_contra, AIO_contra]: ...
     def infer(
@@ -217,6 +233,7 @@ class Backend(Protocol[IO_contra, AIO_contra]):
         version: str | int = "",
         *,
         headers: Headers | None = None,
+        query: QueryParams | None = None,
         timeout: float | None = None,
     ) -> Call[dict[str, Any], IO_contra, AIO_contra]: ...
     def model_statistics(
@@ -225,6 +242,7 @@ class Backend(Protocol[IO_contra, AIO_contra]):
         version: str | int = "",
         *,
         headers: Headers | None = None,
+        query: QueryParams | None = None,
         timeout: float | None = None,
     ) -> Call[dict[str, Any], IO_contra, AIO_contra]: ...
     def repository_index(
@@ -232,6 +250,7 @@ class Backend(Protocol[IO_contra, AIO_contra]):
         *,
         ready_only: bool = False,
         headers: Headers | None = None,
+        query: QueryParams | None = None,
         timeout: float | None = None,
     ) -> Call[list[RepositoryModel], IO_contra, AIO_contra]: ...
     def load_model(
@@ -241,6 +260,7 @@ class Backend(Protocol[IO_contra, AIO_contra]):
         config: str | Mapping[str, Any] | None = None,
         files: Mapping[str, bytes] | None = None,
         headers: Headers | None = None,
+        query: QueryParams | None = None,
         timeout: float | None = None,
     ) -> Call[None, IO_contra, AIO_contra]: ...
     def unload_model(
@@ -249,10 +269,16 @@ class Backend(Protocol[IO_contra, AIO_contra]):
         *,
         unload_dependents: bool = False,
         headers: Headers | None = None,
+        query: QueryParams | None = None,
         timeout: float | None = None,
     ) -> Call[None, IO_contra, AIO_contra]: ...
     def system_shared_memory_status(
-        self, region: str = "", *, headers: Headers | None = None, timeout: float | None = None
+        self,
+        region: str = "",
+        *,
+        headers: Headers | None = None,
+        query: QueryParams | None = None,
+        timeout: float | None = None,
     ) -> Call[list[dict[str, Any]], IO_contra, AIO_contra]: ...
     def register_system_shared_memory(
         self,
@@ -262,13 +288,24 @@ class Backend(Protocol[IO_contra, AIO_contra]):
         *,
         offset: int = 0,
         headers: Headers | None = None,
+        query: QueryParams | None = None,
         timeout: float | None = None,
     ) -> Call[None, IO_contra, AIO_contra]: ...
     def unregister_system_shared_memory(
-        self, region: str = "", *, headers: Headers | None = None, timeout: float | None = None
+        self,
+        region: str = "",
+        *,
+        headers: Headers | None = None,
+        query: QueryParams | None = None,
+        timeout: float | None = None,
     ) -> Call[None, IO_contra, AIO_contra]: ...
     def cuda_shared_memory_status(
-        self, region: str = "", *, headers: Headers | None = None, timeout: float | None = None
+        self,
+        region: str = "",
+        *,
+        headers: Headers | None = None,
+        query: QueryParams | None = None,
+        timeout: float | None = None,
     ) -> Call[list[dict[str, Any]], IO_contra, AIO_contra]: ...
     def register_cuda_shared_memory(
         self,
@@ -278,13 +315,24 @@ class Backend(Protocol[IO_contra, AIO_contra]):
         byte_size: int,
         *,
         headers: Headers | None = None,
+        query: QueryParams | None = None,
         timeout: float | None = None,
     ) -> Call[None, IO_contra, AIO_contra]: ...
     def unregister_cuda_shared_memory(
-        self, region: str = "", *, headers: Headers | None = None, timeout: float | None = None
+        self,
+        region: str = "",
+        *,
+        headers: Headers | None = None,
+        query: QueryParams | None = None,
+        timeout: float | None = None,
     ) -> Call[None, IO_contra, AIO_contra]: ...
     def trace_settings(
-        self, model: str = "", *, headers: Headers | None = None, timeout: float | None = None
+        self,
+        model: str = "",
+        *,
+        headers: Headers | None = None,
+        query: QueryParams | None = None,
+        timeout: float | None = None,
     ) -> Call[dict[str, Any], IO_contra, AIO_contra]: ...
     def update_trace_settings(
         self,
@@ -292,15 +340,21 @@ class Backend(Protocol[IO_contra, AIO_contra]):
         model: str = "",
         *,
         headers: Headers | None = None,
+        query: QueryParams | None = None,
         timeout: float | None = None,
     ) -> Call[dict[str, Any], IO_contra, AIO_contra]: ...
     def log_settings(
-        self, *, headers: Headers | None = None, timeout: float | None = None
+        self,
+        *,
+        headers: Headers | None = None,
+        query: QueryParams | None = None,
+        timeout: float | None = None,
     ) -> Call[dict[str, Any], IO_contra, AIO_contra]: ...
     def update_log_settings(
         self,
         settings: Mapping[str, Any],
         *,
         headers: Headers | None = None,
+        query: QueryParams | None = None,
         timeout: float | None = None,
     ) -> Call[dict[str, Any], IO_contra, AIO_contra]: ...

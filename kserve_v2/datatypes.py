@@ -144,12 +144,24 @@ _UNSET: Final = object()
 _BF16_DTYPE: object = _UNSET
 
 
-def numpy_dtype(datatype: Datatype) -> np.dtype[Any]:
-    """The numpy dtype results of ``datatype`` come back as.
+def numpy_dtype(datatype: str | Datatype) -> np.dtype[Any]:
+    """The numpy dtype of ``datatype`` (a :class:`Datatype` or its wire name): the dtype that
+    results of that datatype come back as. Exported as ``kserve_v2.numpy_dtype``; the
+    reverse is :func:`datatype_of`.
 
     ``BYTES`` gives ``object`` (elements are ``bytes``); ``BF16`` gives ml_dtypes' bfloat16 when
-    ml_dtypes is installed, else ``float32``.
+    ml_dtypes is installed, else ``float32``. An unknown name raises
+    :class:`~kserve_v2.InvalidInputError`.
+
+    Example::
+
+        >>> numpy_dtype("FP32")
+        dtype('float32')
+        >>> numpy_dtype(Datatype.BYTES)
+        dtype('O')
     """
+    if type(datatype) is not Datatype:
+        datatype = Datatype.parse(datatype)
     if datatype is Datatype.BYTES:
         return np.dtype(object)
     if datatype is Datatype.BF16:
@@ -158,10 +170,20 @@ def numpy_dtype(datatype: Datatype) -> np.dtype[Any]:
 
 
 def datatype_of(array: npt.NDArray[Any] | np.dtype[Any]) -> Datatype:
-    """The wire datatype for a numpy array or dtype.
+    """The wire datatype of a numpy array or dtype. Exported as ``kserve_v2.datatype_of``;
+    the reverse is :func:`numpy_dtype`.
 
     ``S``, ``U`` and ``object`` arrays are ``BYTES``; ml_dtypes' ``bfloat16`` is ``BF16``.
     Complex, datetime, structured and other dtypes raise :class:`InvalidInputError`.
+
+    Example::
+
+        >>> datatype_of(np.zeros(3, np.int64))
+        <Datatype.INT64: 'INT64'>
+        >>> datatype_of(np.dtype(np.float16)).value
+        'FP16'
+        >>> datatype_of(np.array(["a", "bc"])).value
+        'BYTES'
     """
     dtype = array if isinstance(array, np.dtype) else array.dtype
     kind = dtype.kind
@@ -265,9 +287,18 @@ def _as_bytes_element(value: Any) -> bytes:
 
 
 def serialize_bytes_elements(elements: Iterable[Any]) -> bytes:
-    """Serialize BYTES elements: each as a 4-byte little-endian length and its bytes.
+    """Serialize BYTES elements: each as a 4-byte little-endian length and its bytes (the
+    binary form of a BYTES tensor, e.g. to write into shared memory). Exported as
+    ``kserve_v2.serialize_bytes_elements``; the reverse is :func:`deserialize_bytes_elements`.
 
     ``str`` elements are UTF-8 encoded. Elements longer than 2**32-1 bytes are rejected.
+    The elements are taken in order: pass ``array.reshape(-1)`` for a many-dimensional array
+    (row-major, as the protocol orders them).
+
+    Example::
+
+        >>> serialize_bytes_elements([b"ab", "\\u00e9"])
+        b'\\x02\\x00\\x00\\x00ab\\x02\\x00\\x00\\x00\\xc3\\xa9'
     """
     pack = _LENGTH_PREFIX.pack
     parts: list[bytes] = []
@@ -285,9 +316,17 @@ def serialize_bytes_elements(elements: Iterable[Any]) -> bytes:
 
 
 def deserialize_bytes_elements(buffer: BytesLike, count: int | None = None) -> list[bytes]:
-    """Parse length-prefixed BYTES elements; the buffer must be consumed exactly.
+    """Parse length-prefixed BYTES elements; the buffer must be consumed exactly. Exported as
+    ``kserve_v2.deserialize_bytes_elements``; the reverse is :func:`serialize_bytes_elements`.
 
-    With ``count`` given, exactly that many elements must be present.
+    With ``count`` given, exactly that many elements must be present. A buffer that does not
+    parse raises :class:`~kserve_v2.ProtocolError`. ``np.array(elements, dtype=object)`` (then
+    ``.reshape(shape)``) makes the tensor; :func:`to_str_array` decodes it to ``str``.
+
+    Example::
+
+        >>> deserialize_bytes_elements(b"\\x02\\x00\\x00\\x00ab\\x00\\x00\\x00\\x00")
+        [b'ab', b'']
     """
     view = memoryview(buffer).cast("B") if not isinstance(buffer, bytes) else buffer
     end = len(view)

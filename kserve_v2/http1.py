@@ -39,7 +39,9 @@ __all__ = [
     "body_too_large",
     "byte_views",
     "decode_body",
+    "looks_like_http2",
     "serialize_head",
+    "speaks_http2_error",
 ]
 
 #: Upper bound of a response head (status line + headers) and of any single framing line.
@@ -69,6 +71,39 @@ _CHUNK_CRLF = 6
 _TRAILERS = 7
 _UNTIL_EOF = 8
 _DONE = 9
+
+
+def looks_like_http2(data: bytes | bytearray | memoryview) -> bool:
+    """Whether ``data``, the first bytes a server sent, are an HTTP/2 server's first frame
+    rather than an HTTP/1 status line: a SETTINGS frame header (RFC 9113 sections 3.4, 6.5:
+    a payload of 6-byte settings, type 0x4, flags 0, stream 0), as a gRPC port sends the
+    moment a connection opens.
+
+    Example::
+
+        >>> looks_like_http2(b"\\x00\\x00\\x12\\x04\\x00\\x00\\x00\\x00\\x00" + bytes(18))
+        True
+        >>> looks_like_http2(b"HTTP/1.1 200 OK\\r\\n")
+        False
+    """
+    if len(data) < 9:
+        return False
+    length = (data[0] << 16) | (data[1] << 8) | data[2]
+    return (
+        data[3] == 0x4
+        and data[4] == 0
+        and not (data[5] | data[6] | data[7] | data[8])
+        and length % 6 == 0
+    )
+
+
+def speaks_http2_error(grpc_url: str | None = None) -> ProtocolError:
+    """The error of an HTTP/1.1 request answered in HTTP/2 (see :func:`looks_like_http2`):
+    the URL says ``http://`` but the port is a gRPC one. ``grpc_url`` is the URL to suggest
+    (``grpc://host:port``)."""
+    return ProtocolError(
+        f"this port speaks HTTP/2 (gRPC?) — did you mean {grpc_url or 'grpc://...'}?"
+    )
 
 
 def _preview(data: bytes | bytearray | str, limit: int = 80) -> str:
@@ -234,6 +269,7 @@ class ResponseParser:
         "_buf",
         "_chunk_left",
         "_end",
+        "_grpc_url",
         "_head_request",
         "_last_framing",
         "_last_head",
@@ -258,10 +294,16 @@ class ResponseParser:
     )
 
     def __init__(
-        self, max_header_size: int = DEFAULT_MAX_HEADER_SIZE, max_body_size: int | None = None
+        self,
+        max_header_size: int = DEFAULT_MAX_HEADER_SIZE,
+        max_body_size: int | None = None,
+        *,
+        grpc_url: str | None = None,
     ) -> None:
         if max_header_size < 64:
             raise ValueError("max_header_size must be at least 64 bytes")
+        # Suggested when the server answers in HTTP/2 (a gRPC port): grpc://host:port.
+        self._grpc_url = grpc_url
         self._max_header_size = max_header_size
         # Largest accumulated body (streamed bodies are not limited: they are not kept).
         self._max_body_size = max_body_size
@@ -318,6 +360,8 @@ class ResponseParser:
         accumulating :attr:`body`.
         """
         if self._end != self._start:
+            if looks_like_http2(self._view[self._start : self._end]):
+                raise speaks_http2_error(self._grpc_url)  # a gRPC port speaks first
             raise ProtocolError(
                 "unexpected data received before the response was requested",
                 value=bytes(self._buf[self._start : min(self._end, self._start + 80)]),
@@ -424,6 +468,14 @@ class ResponseParser:
             start = self._start
             end = self._end
             if state == _HEAD:
+                # An HTTP/2 server (a gRPC port) answers with a SETTINGS frame: say so, rather
+                # than wait for a head that never comes. One byte decides for real heads.
+                if (
+                    end - start >= 9
+                    and buf[start] != 72
+                    and looks_like_http2(buf[start : start + 9])
+                ):
+                    raise speaks_http2_error(self._grpc_url)
                 idx = buf.find(b"\r\n\r\n", self._scan, end)
                 if idx < 0:
                     if end - start >= self._max_header_size:

@@ -149,6 +149,25 @@ def _array_from_data(data: Any, datatype: Datatype | None) -> tuple[npt.NDArray[
     return array, datatype
 
 
+def _tensor_of(
+    name: str, data: Any, datatype: Datatype | None, shape: Sequence[int] | None
+) -> tuple[npt.NDArray[Any], Datatype, tuple[int, ...]]:
+    """The array, datatype and shape of an input holding ``data`` (see :class:`InferInput`)."""
+    array, found = _array_from_data(data, datatype)
+    if shape is None:
+        return array, found, tuple(int(d) for d in array.shape)
+    wanted = _check_shape(shape)
+    if element_count(wanted) != array.size:
+        raise InvalidInputError(
+            f"input {name!r}: shape {list(wanted)} needs {element_count(wanted)} "
+            f"element(s), data has {array.size}",
+            value=wanted,
+        )
+    if wanted != array.shape:
+        array = array.reshape(wanted)
+    return array, found, wanted
+
+
 def _nested_shape(data: Any) -> tuple[int, ...]:
     shape: list[int] = []
     while isinstance(data, list | tuple):
@@ -176,6 +195,11 @@ class InferInput:
         parameters: custom input parameters.
         shared_memory: place the input in a registered shared-memory region instead of
             sending data.
+
+    An input can be reused: :meth:`set_data` replaces its data (and with it the datatype and
+    shape), :meth:`set_shared_memory` moves it into a shared-memory region and back, so a hot
+    loop builds it once. Change it only between calls: a call in flight reads its data (with
+    no copy) until the request is sent.
 
     Inputs compare and hash by identity: an input is a builder that holds the caller's array
     without copying it and caches its wire form, so its value can change after it is built,
@@ -260,21 +284,84 @@ class InferInput:
             raise InvalidInputError(
                 f"input {name!r}: give either data or a shared-memory placement, not both"
             )
-        array, self.datatype = _array_from_data(data, dt)
-        if shape is not None:
-            wanted = _check_shape(shape)
-            if element_count(wanted) != array.size:
+        self._array, self.datatype, self.shape = _tensor_of(name, data, dt, shape)
+
+    def set_data(
+        self,
+        data: Any,
+        *,
+        datatype: str | Datatype | None = None,
+        shape: Sequence[int] | None = None,
+    ) -> None:
+        """Replace the tensor's data, so that one input serves call after call.
+
+        ``data``, ``datatype`` and ``shape`` mean what they mean to the constructor and are
+        checked the same way: the datatype is inferred from ``data`` unless given, the shape
+        is ``data``'s unless given. A shared-memory placement is dropped (the input carries
+        data again); the name, ``binary`` and ``parameters`` stay. A bad argument raises
+        :class:`~kserve_v2.InvalidInputError` and leaves the input as it was.
+
+        Example::
+
+            x = InferInput("INPUT0", np.zeros((1, 4), np.float32))
+            for batch in batches:                 # float32 arrays of any shape
+                x.set_data(batch)
+                client.infer("identity_fp32", [x])
+        """
+        if data is None:
+            raise InvalidInputError(
+                f"input {self.name!r}: set_data needs data; use set_shared_memory for a "
+                "shared-memory placement"
+            )
+        dt = None if datatype is None else Datatype.parse(datatype)
+        self._array, self.datatype, self.shape = _tensor_of(self.name, data, dt, shape)
+        self.shared_memory = None
+        self._wire = None
+
+    def set_shared_memory(
+        self,
+        region: str | SharedMemoryPlacement,
+        byte_size: int | None = None,
+        offset: int = 0,
+        *,
+        datatype: str | Datatype | None = None,
+        shape: Sequence[int] | None = None,
+    ) -> None:
+        """Place the tensor in a registered shared-memory region instead of sending data.
+
+        ``region`` is the name the region was registered under, with ``byte_size`` and
+        ``offset`` in bytes, or a ready :class:`SharedMemoryPlacement` (such as
+        ``region.placement(n)`` of :mod:`kserve_v2.shm`) without them. The datatype and shape
+        stay as they are unless given (the data they described now lives in the region).
+        :meth:`set_data` turns the input back into one that carries data. A bad argument
+        raises :class:`~kserve_v2.InvalidInputError` and leaves the input as it was.
+
+        Example::
+
+            x = InferInput("INPUT0", np.zeros((1, 4), np.float32))
+            n = region.write(batch)                               # a SystemSharedMemoryRegion
+            x.set_shared_memory(region.name, n, shape=batch.shape)
+            client.infer("identity_fp32", [x])
+        """
+        if isinstance(region, SharedMemoryPlacement):
+            if byte_size is not None or offset:
                 raise InvalidInputError(
-                    f"input {name!r}: shape {list(wanted)} needs {element_count(wanted)} "
-                    f"element(s), data has {array.size}",
-                    value=wanted,
+                    f"input {self.name!r}: give a SharedMemoryPlacement, or a region name "
+                    "with byte_size and offset, not both"
                 )
-            if wanted != array.shape:
-                array = array.reshape(wanted)
-            self.shape = wanted
+            placement = region
         else:
-            self.shape = tuple(int(d) for d in array.shape)
-        self._array = array
+            if byte_size is None:
+                raise InvalidInputError(
+                    f"input {self.name!r}: set_shared_memory needs the byte_size of the tensor "
+                    "in the region"
+                )
+            placement = SharedMemoryPlacement(region, byte_size, offset)
+        dt = self.datatype if datatype is None else Datatype.parse(datatype)
+        dims = self.shape if shape is None else _check_shape(shape)
+        self.datatype, self.shape, self.shared_memory = dt, dims, placement
+        self._array = None
+        self._wire = None
 
     @property
     def data(self) -> npt.NDArray[Any] | None:

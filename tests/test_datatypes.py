@@ -643,3 +643,23 @@ def test_assert_tensor_equal_tells_apart_what_the_wire_tells_apart() -> None:
     assert_tensor_equal(
         np.array([np.nan], np.float32), np.array([-np.nan], np.float32), Datatype.FP32
     )
+
+
+# -- the public helpers (kserve_v2.datatype_of, numpy_dtype, BYTES serialise/deserialise) -------
+
+
+def test_public_helpers_are_exported_and_round_trip() -> None:
+    import kserve_v2
+
+    for datatype in Datatype:
+        if datatype is Datatype.BF16:
+            continue  # float32 without ml_dtypes, which maps back to FP32
+        assert kserve_v2.datatype_of(kserve_v2.numpy_dtype(datatype.value)) is datatype
+        assert kserve_v2.numpy_dtype(datatype) == kserve_v2.numpy_dtype(datatype.value)
+    with pytest.raises(kserve_v2.InvalidInputError, match="unknown datatype"):
+        kserve_v2.numpy_dtype("FLOAT32")
+    elements = [b"", b"a", "\u00e9", b"\x00" * 5]
+    wire = kserve_v2.serialize_bytes_elements(elements)
+    assert kserve_v2.deserialize_bytes_elements(wire, 4) == [b"", b"a", b"\xc3\xa9", b"\x00" * 5]
+    with pytest.raises(kserve_v2.ProtocolError):
+        kserve_v2.deserialize_bytes_elements(wire[:-1])

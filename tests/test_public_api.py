@@ -32,6 +32,10 @@ PUBLIC_API = {
     "TransportError",
     "WireMessage",
     "__version__",
+    "datatype_of",
+    "deserialize_bytes_elements",
+    "numpy_dtype",
+    "serialize_bytes_elements",
 }
 
 

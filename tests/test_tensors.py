@@ -397,3 +397,79 @@ def test_output_repr_shows_only_what_was_set() -> None:
         "RequestedOutput(name='y', "
         "shared_memory=SharedMemoryPlacement(region='r', byte_size=4, offset=8))"
     )
+
+
+# -- reuse: set_data and set_shared_memory ------------------------------------------------------
+
+
+def test_set_data_replaces_data_datatype_and_shape() -> None:
+    x = InferInput("x", np.zeros((1, 4), np.float32), binary=True, parameters={"p": 1})
+    first_wire = bytes(x.wire_bytes())
+    x.set_data(np.arange(6, dtype=np.int32).reshape(2, 3))
+    assert (x.datatype, x.shape) == (Datatype.INT32, (2, 3))
+    assert bytes(x.wire_bytes()) == np.arange(6, dtype="<i4").tobytes() != first_wire
+    assert (x.name, x.binary, x.parameters) == ("x", True, {"p": 1})  # kept
+    x.set_data([1.5, 2.5], shape=(2, 1))
+    assert (x.datatype, x.shape) == (Datatype.FP64, (2, 1))
+    x.set_data(np.ones(4, np.float32), datatype="BF16", shape=[2, 2])
+    assert (x.datatype, x.shape) == (Datatype.BF16, (2, 2))
+    x.set_data(["a", "bc"])
+    assert (x.datatype, x.shape) == (Datatype.BYTES, (2,))
+
+
+def test_set_data_is_checked_like_the_constructor_and_leaves_the_input_alone() -> None:
+    data = np.zeros((1, 4), np.float32)
+    x = InferInput("x", data)
+    for bad in (
+        lambda: x.set_data(np.ones(3, np.float32), shape=(2, 2)),  # element count
+        lambda: x.set_data(np.ones(2, np.int32), datatype="FP32"),  # no silent cast
+        lambda: x.set_data([1, 2], datatype="NOPE"),
+        lambda: x.set_data(None),
+        lambda: x.set_shared_memory("r"),  # no byte_size
+        lambda: x.set_shared_memory("r", -1),
+        lambda: x.set_shared_memory(SharedMemoryPlacement("r", 8), 8),
+    ):
+        with pytest.raises(InvalidInputError):
+            bad()
+        assert (x.data is data, x.datatype, x.shape, x.shared_memory) == (
+            True,
+            Datatype.FP32,
+            (1, 4),
+            None,
+        )
+
+
+def test_set_shared_memory_and_back() -> None:
+    x = InferInput("x", np.zeros((1, 4), np.float32))
+    x.wire_bytes()
+    x.set_shared_memory("io", 16, 4096)
+    assert x.shared_memory == SharedMemoryPlacement("io", 16, 4096)
+    assert (x.data, x.datatype, x.shape) == (None, Datatype.FP32, (1, 4))
+    with pytest.raises(InvalidInputError, match="shared memory"):
+        x.wire_bytes()
+    x.set_shared_memory(SharedMemoryPlacement("io2", 8), datatype="INT32", shape=(2,))
+    assert (x.shared_memory, x.datatype, x.shape) == (
+        SharedMemoryPlacement("io2", 8),
+        Datatype.INT32,
+        (2,),
+    )
+    x.set_data(np.ones((3,), np.int8))
+    assert (x.shared_memory, x.datatype, x.shape) == (None, Datatype.INT8, (3,))
+    assert bytes(x.wire_bytes()) == b"\x01\x01\x01"
+
+
+def test_a_reused_input_builds_fresh_requests() -> None:
+    """The codecs read the input when a request is encoded: each encoding sees its data."""
+    from kserve_v2.messages import InferRequest
+    from kserve_v2.rest import codec
+
+    x = InferInput("x", np.zeros(2, np.int32))
+    request = InferRequest("m", (x,))
+    before = codec.encode_infer_request(request, binary_inputs=False, binary_outputs=False)
+    x.set_data(np.array([7, 8, 9], np.int32))
+    after = codec.encode_infer_request(request, binary_inputs=False, binary_outputs=False)
+    assert b'"shape":[2]' in b"".join(bytes(p) for p in before.parts)
+    assert b'"data":[7,8,9]' in b"".join(bytes(p) for p in after.parts)
+    x.set_shared_memory("r", 12)
+    placed = codec.encode_infer_request(request, binary_inputs=False, binary_outputs=False)
+    assert b'"shared_memory_region":"r"' in b"".join(bytes(p) for p in placed.parts)

@@ -101,6 +101,13 @@ class AsyncClient(ClientBase):
             server is not trusted; streamed HTTP bodies (``generate_stream``) are not limited.
             With ``transport=``, give the limit to that transport instead.
 
+    Every method that makes a request takes the per-call keywords ``headers``, ``timeout`` and
+    ``query``: extra URL query parameters, a mapping or a sequence of ``(name, value)`` pairs
+    (booleans written ``true``/``false``), for a gateway that routes or authenticates by them,
+    e.g. ``client.model_config("simple", query={"api-version": "2"})``. Over gRPC, which has
+    no URL, a ``query`` raises :class:`~kserve_v2.InvalidInputError` (``metrics()`` excepted:
+    it is fetched over HTTP whatever the client's protocol).
+
     Over gRPC (``grpc://host:8001``, ``grpcs://...``) one HTTP/2 channel carries every call:
     ``pool_size`` and ``binary`` do not apply, ``connect_timeout`` is bounded by each call's
     deadline (``timeout``), ``request_compression`` compresses request messages, and
@@ -212,16 +219,28 @@ class AsyncClient(ClientBase):
     # -- health and metadata -----------------------------------------------------------------
 
     async def is_server_live(
-        self, *, headers: Headers | None = None, timeout: float | None = None
+        self,
+        *,
+        headers: Headers | None = None,
+        query: QueryParams | None = None,
+        timeout: float | None = None,
     ) -> bool:
         """Whether the server is live (``GET v2/health/live`` answers 200)."""
-        return await self._run(self._proto.server_live(headers=headers, timeout=timeout))
+        return await self._run(
+            self._proto.server_live(headers=headers, query=query, timeout=timeout)
+        )
 
     async def is_server_ready(
-        self, *, headers: Headers | None = None, timeout: float | None = None
+        self,
+        *,
+        headers: Headers | None = None,
+        query: QueryParams | None = None,
+        timeout: float | None = None,
     ) -> bool:
         """Whether the server is ready for inference."""
-        return await self._run(self._proto.server_ready(headers=headers, timeout=timeout))
+        return await self._run(
+            self._proto.server_ready(headers=headers, query=query, timeout=timeout)
+        )
 
     async def is_model_ready(
         self,
@@ -229,18 +248,25 @@ class AsyncClient(ClientBase):
         version: str | int = "",
         *,
         headers: Headers | None = None,
+        query: QueryParams | None = None,
         timeout: float | None = None,
     ) -> bool:
         """Whether ``model`` (optionally a given version) is ready for inference."""
         return await self._run(
-            self._proto.model_ready(model, version, headers=headers, timeout=timeout)
+            self._proto.model_ready(model, version, headers=headers, query=query, timeout=timeout)
         )
 
     async def server_metadata(
-        self, *, headers: Headers | None = None, timeout: float | None = None
+        self,
+        *,
+        headers: Headers | None = None,
+        query: QueryParams | None = None,
+        timeout: float | None = None,
     ) -> ServerMetadata:
         """Server name, version and extensions."""
-        return await self._run(self._proto.server_metadata(headers=headers, timeout=timeout))
+        return await self._run(
+            self._proto.server_metadata(headers=headers, query=query, timeout=timeout)
+        )
 
     async def model_metadata(
         self,
@@ -248,15 +274,23 @@ class AsyncClient(ClientBase):
         version: str | int = "",
         *,
         headers: Headers | None = None,
+        query: QueryParams | None = None,
         timeout: float | None = None,
     ) -> ModelMetadata:
         """A model's platform, versions, inputs and outputs."""
         return await self._run(
-            self._proto.model_metadata(model, version, headers=headers, timeout=timeout)
+            self._proto.model_metadata(
+                model, version, headers=headers, query=query, timeout=timeout
+            )
         )
 
     async def supports_extension(
-        self, extension: str, *, headers: Headers | None = None, timeout: float | None = None
+        self,
+        extension: str,
+        *,
+        headers: Headers | None = None,
+        query: QueryParams | None = None,
+        timeout: float | None = None,
     ) -> bool:
         """Whether the server lists ``extension`` in its metadata (one request each call).
 
@@ -273,7 +307,9 @@ class AsyncClient(ClientBase):
             if await client.supports_extension("model_repository(unload_dependents)"):
                 await client.unload_model("ensemble", unload_dependents=True)
         """
-        return (await self.server_metadata(headers=headers, timeout=timeout)).supports(extension)
+        return (await self.server_metadata(headers=headers, query=query, timeout=timeout)).supports(
+            extension
+        )
 
     # -- inference ---------------------------------------------------------------------------
 
@@ -309,7 +345,7 @@ class AsyncClient(ClientBase):
             request_id: echoed back in the result's ``id``.
             parameters: custom request parameters (reserved names need ``allow_reserved``).
             headers: extra headers for this call.
-            query: extra URL query parameters for this call (HTTP).
+            query: extra URL query parameters for this call (HTTP; gRPC refuses them).
             timeout: whole-request timeout in seconds for this call (client-side).
             binary: override the client's binary/JSON default for this call (HTTP).
             compression: compress this request body (``"gzip"``/``"deflate"``).
@@ -415,6 +451,7 @@ class AsyncClient(ClientBase):
         version: str | int = "",
         *,
         headers: Headers | None = None,
+        query: QueryParams | None = None,
         timeout: float | None = None,
     ) -> dict[str, Any]:
         """The model's configuration as Triton's REST JSON (model-configuration extension).
@@ -426,7 +463,7 @@ class AsyncClient(ClientBase):
             [i["name"] for i in config["input"]]
         """
         return await self._run(
-            self._proto.model_config(model, version, headers=headers, timeout=timeout)
+            self._proto.model_config(model, version, headers=headers, query=query, timeout=timeout)
         )
 
     async def model_statistics(
@@ -435,6 +472,7 @@ class AsyncClient(ClientBase):
         version: str | int = "",
         *,
         headers: Headers | None = None,
+        query: QueryParams | None = None,
         timeout: float | None = None,
     ) -> dict[str, Any]:
         """Inference statistics: of every model (no ``model``), of one model (all its
@@ -449,7 +487,9 @@ class AsyncClient(ClientBase):
             stats["inference_count"], stats["inference_stats"]["success"]["count"]
         """
         return await self._run(
-            self._proto.model_statistics(model, version, headers=headers, timeout=timeout)
+            self._proto.model_statistics(
+                model, version, headers=headers, query=query, timeout=timeout
+            )
         )
 
     async def repository_index(
@@ -457,6 +497,7 @@ class AsyncClient(ClientBase):
         *,
         ready_only: bool = False,
         headers: Headers | None = None,
+        query: QueryParams | None = None,
         timeout: float | None = None,
     ) -> list[RepositoryModel]:
         """The models of the repository, loaded or not (``ready_only``: only those ready
@@ -467,7 +508,9 @@ class AsyncClient(ClientBase):
             {m.name: m.state for m in await client.repository_index()}   # {'simple': 'READY', ...}
         """
         return await self._run(
-            self._proto.repository_index(ready_only=ready_only, headers=headers, timeout=timeout)
+            self._proto.repository_index(
+                ready_only=ready_only, headers=headers, query=query, timeout=timeout
+            )
         )
 
     async def load_model(
@@ -477,6 +520,7 @@ class AsyncClient(ClientBase):
         config: str | Mapping[str, Any] | None = None,
         files: Mapping[str, bytes] | None = None,
         headers: Headers | None = None,
+        query: QueryParams | None = None,
         timeout: float | None = None,
     ) -> None:
         """Load or reload ``model`` (model-repository extension; the server must run with
@@ -498,7 +542,7 @@ class AsyncClient(ClientBase):
         """
         await self._run(
             self._proto.load_model(
-                model, config=config, files=files, headers=headers, timeout=timeout
+                model, config=config, files=files, headers=headers, query=query, timeout=timeout
             )
         )
 
@@ -508,6 +552,7 @@ class AsyncClient(ClientBase):
         *,
         unload_dependents: bool = False,
         headers: Headers | None = None,
+        query: QueryParams | None = None,
         timeout: float | None = None,
     ) -> None:
         """Unload ``model``; ``unload_dependents`` also unloads the models loaded with it
@@ -520,14 +565,23 @@ class AsyncClient(ClientBase):
         """
         await self._run(
             self._proto.unload_model(
-                model, unload_dependents=unload_dependents, headers=headers, timeout=timeout
+                model,
+                unload_dependents=unload_dependents,
+                headers=headers,
+                query=query,
+                timeout=timeout,
             )
         )
 
     # -- shared memory (Triton extensions) ---------------------------------------------------
 
     async def system_shared_memory_status(
-        self, region: str = "", *, headers: Headers | None = None, timeout: float | None = None
+        self,
+        region: str = "",
+        *,
+        headers: Headers | None = None,
+        query: QueryParams | None = None,
+        timeout: float | None = None,
     ) -> list[dict[str, Any]]:
         """The registered system shared-memory regions (all, or the one named ``region``):
         ``[{"name", "key", "offset", "byte_size"}, ...]``.
@@ -537,7 +591,9 @@ class AsyncClient(ClientBase):
             [r["name"] for r in await client.system_shared_memory_status()]
         """
         return await self._run(
-            self._proto.system_shared_memory_status(region, headers=headers, timeout=timeout)
+            self._proto.system_shared_memory_status(
+                region, headers=headers, query=query, timeout=timeout
+            )
         )
 
     async def register_system_shared_memory(
@@ -548,6 +604,7 @@ class AsyncClient(ClientBase):
         *,
         offset: int = 0,
         headers: Headers | None = None,
+        query: QueryParams | None = None,
         timeout: float | None = None,
     ) -> None:
         """Register ``byte_size`` bytes at ``offset`` of the POSIX shared-memory object
@@ -564,12 +621,17 @@ class AsyncClient(ClientBase):
         """
         await self._run(
             self._proto.register_system_shared_memory(
-                region, key, byte_size, offset=offset, headers=headers, timeout=timeout
+                region, key, byte_size, offset=offset, headers=headers, query=query, timeout=timeout
             )
         )
 
     async def unregister_system_shared_memory(
-        self, region: str = "", *, headers: Headers | None = None, timeout: float | None = None
+        self,
+        region: str = "",
+        *,
+        headers: Headers | None = None,
+        query: QueryParams | None = None,
+        timeout: float | None = None,
     ) -> None:
         """Unregister the system region ``region``, or **every** system region when no name
         is given. Unregistering a name that is not registered is not an error.
@@ -579,17 +641,26 @@ class AsyncClient(ClientBase):
             await client.unregister_system_shared_memory("in0")
         """
         await self._run(
-            self._proto.unregister_system_shared_memory(region, headers=headers, timeout=timeout)
+            self._proto.unregister_system_shared_memory(
+                region, headers=headers, query=query, timeout=timeout
+            )
         )
 
     async def cuda_shared_memory_status(
-        self, region: str = "", *, headers: Headers | None = None, timeout: float | None = None
+        self,
+        region: str = "",
+        *,
+        headers: Headers | None = None,
+        query: QueryParams | None = None,
+        timeout: float | None = None,
     ) -> list[dict[str, Any]]:
         """The registered CUDA shared-memory regions (all, or the one named ``region``):
         ``[{"name", "device_id", "byte_size"}, ...]``.
         """
         return await self._run(
-            self._proto.cuda_shared_memory_status(region, headers=headers, timeout=timeout)
+            self._proto.cuda_shared_memory_status(
+                region, headers=headers, query=query, timeout=timeout
+            )
         )
 
     async def register_cuda_shared_memory(
@@ -600,6 +671,7 @@ class AsyncClient(ClientBase):
         byte_size: int,
         *,
         headers: Headers | None = None,
+        query: QueryParams | None = None,
         timeout: float | None = None,
     ) -> None:
         """Register GPU memory by its 64-byte CUDA IPC handle under the name ``region``.
@@ -611,17 +683,30 @@ class AsyncClient(ClientBase):
         """
         await self._run(
             self._proto.register_cuda_shared_memory(
-                region, raw_handle, device_id, byte_size, headers=headers, timeout=timeout
+                region,
+                raw_handle,
+                device_id,
+                byte_size,
+                headers=headers,
+                query=query,
+                timeout=timeout,
             )
         )
 
     async def unregister_cuda_shared_memory(
-        self, region: str = "", *, headers: Headers | None = None, timeout: float | None = None
+        self,
+        region: str = "",
+        *,
+        headers: Headers | None = None,
+        query: QueryParams | None = None,
+        timeout: float | None = None,
     ) -> None:
         """Unregister the CUDA region ``region``, or **every** CUDA region when no name is
         given."""
         await self._run(
-            self._proto.unregister_cuda_shared_memory(region, headers=headers, timeout=timeout)
+            self._proto.unregister_cuda_shared_memory(
+                region, headers=headers, query=query, timeout=timeout
+            )
         )
 
     async def register_region(
@@ -629,6 +714,7 @@ class AsyncClient(ClientBase):
         region: SystemSharedMemoryRegion | CudaSharedMemoryRegion,
         *,
         headers: Headers | None = None,
+        query: QueryParams | None = None,
         timeout: float | None = None,
     ) -> None:
         """Register a region object from :mod:`kserve_v2.shm` (system or CUDA) under its
@@ -649,7 +735,9 @@ class AsyncClient(ClientBase):
                 await client.unregister_region(region)
         """
         await self._run(
-            region_call(self._proto, region, register=True, headers=headers, timeout=timeout)
+            region_call(
+                self._proto, region, register=True, headers=headers, query=query, timeout=timeout
+            )
         )
 
     async def unregister_region(
@@ -657,17 +745,25 @@ class AsyncClient(ClientBase):
         region: SystemSharedMemoryRegion | CudaSharedMemoryRegion,
         *,
         headers: Headers | None = None,
+        query: QueryParams | None = None,
         timeout: float | None = None,
     ) -> None:
         """Unregister a region object registered with :meth:`register_region`."""
         await self._run(
-            region_call(self._proto, region, register=False, headers=headers, timeout=timeout)
+            region_call(
+                self._proto, region, register=False, headers=headers, query=query, timeout=timeout
+            )
         )
 
     # -- trace and log settings (Triton extensions) ------------------------------------------
 
     async def trace_settings(
-        self, model: str = "", *, headers: Headers | None = None, timeout: float | None = None
+        self,
+        model: str = "",
+        *,
+        headers: Headers | None = None,
+        query: QueryParams | None = None,
+        timeout: float | None = None,
     ) -> dict[str, Any]:
         """The global trace settings, or those in force for ``model`` (trace extension).
 
@@ -675,7 +771,9 @@ class AsyncClient(ClientBase):
 
             (await client.trace_settings())["trace_rate"]     # '1000' (Triton sends strings)
         """
-        return await self._run(self._proto.trace_settings(model, headers=headers, timeout=timeout))
+        return await self._run(
+            self._proto.trace_settings(model, headers=headers, query=query, timeout=timeout)
+        )
 
     async def update_trace_settings(
         self,
@@ -683,6 +781,7 @@ class AsyncClient(ClientBase):
         model: str = "",
         *,
         headers: Headers | None = None,
+        query: QueryParams | None = None,
         timeout: float | None = None,
     ) -> dict[str, Any]:
         """Change trace settings, globally or for ``model``; returns the settings now in
@@ -695,11 +794,17 @@ class AsyncClient(ClientBase):
             await client.update_trace_settings({"trace_rate": None}, model="simple")   # reset
         """
         return await self._run(
-            self._proto.update_trace_settings(settings, model, headers=headers, timeout=timeout)
+            self._proto.update_trace_settings(
+                settings, model, headers=headers, query=query, timeout=timeout
+            )
         )
 
     async def log_settings(
-        self, *, headers: Headers | None = None, timeout: float | None = None
+        self,
+        *,
+        headers: Headers | None = None,
+        query: QueryParams | None = None,
+        timeout: float | None = None,
     ) -> dict[str, Any]:
         """The server's log settings (logging extension).
 
@@ -707,13 +812,16 @@ class AsyncClient(ClientBase):
 
             (await client.log_settings())["log_verbose_level"]   # 0
         """
-        return await self._run(self._proto.log_settings(headers=headers, timeout=timeout))
+        return await self._run(
+            self._proto.log_settings(headers=headers, query=query, timeout=timeout)
+        )
 
     async def update_log_settings(
         self,
         settings: Mapping[str, Any],
         *,
         headers: Headers | None = None,
+        query: QueryParams | None = None,
         timeout: float | None = None,
     ) -> dict[str, Any]:
         """Change log settings; returns the settings now in force.
@@ -723,7 +831,7 @@ class AsyncClient(ClientBase):
             await client.update_log_settings({"log_verbose_level": 1, "log_info": True})
         """
         return await self._run(
-            self._proto.update_log_settings(settings, headers=headers, timeout=timeout)
+            self._proto.update_log_settings(settings, headers=headers, query=query, timeout=timeout)
         )
 
     # -- generate and metrics (HTTP only) ----------------------------------------------------
@@ -740,6 +848,7 @@ class AsyncClient(ClientBase):
         version: str | int = "",
         *,
         headers: Headers | None = None,
+        query: QueryParams | None = None,
         timeout: float | None = None,
     ) -> dict[str, Any]:
         """One answer of the generate extension (``POST .../generate``; HTTP only).
@@ -756,7 +865,7 @@ class AsyncClient(ClientBase):
         """
         proto = self._http_only("generate")
         return await self._run(
-            proto.generate(model, payload, version, headers=headers, timeout=timeout)
+            proto.generate(model, payload, version, headers=headers, query=query, timeout=timeout)
         )
 
     def generate_stream(
@@ -766,6 +875,7 @@ class AsyncClient(ClientBase):
         version: str | int = "",
         *,
         headers: Headers | None = None,
+        query: QueryParams | None = None,
         timeout: float | None = None,
     ) -> AsyncGenerateStream:
         """Stream the answers of the generate extension (``POST .../generate_stream``,
@@ -787,7 +897,9 @@ class AsyncClient(ClientBase):
         if self._closed:
             raise TransportError("the client is closed", url=self.url)
         proto = self._http_only("generate_stream")
-        call = proto.generate_stream(model, payload, version, headers=headers, timeout=timeout)
+        call = proto.generate_stream(
+            model, payload, version, headers=headers, query=query, timeout=timeout
+        )
         # an HTTP client's I/O object is its transport
         events = call.astream(cast(AsyncTransport, self._io), self._hook)
         if self._limit is None:
@@ -812,6 +924,7 @@ class AsyncClient(ClientBase):
         url: str | None = None,
         *,
         headers: Headers | None = None,
+        query: QueryParams | None = None,
         timeout: float | None = None,
     ) -> dict[str, MetricFamily]:
         """The server's Prometheus metrics, parsed (see :mod:`kserve_v2.metrics`).
@@ -826,7 +939,7 @@ class AsyncClient(ClientBase):
             families = await client.metrics("http://localhost:8002/metrics")
             families["nv_inference_count"].value(model="simple", version="1")
         """
-        call = metrics_call(self.endpoint, url, headers=headers, timeout=timeout)
+        call = metrics_call(self.endpoint, url, headers=headers, query=query, timeout=timeout)
         if self.protocol == "http":
             return await self._run(call)
         if self._closed:

@@ -55,6 +55,7 @@ from kserve_v2.errors import InvalidInputError
 if TYPE_CHECKING:
     from kserve_v2.arguments import Headers
     from kserve_v2.backend import Backend, Call
+    from kserve_v2.rest.paths import QueryParams
     from kserve_v2.shm import CudaSharedMemoryRegion, SystemSharedMemoryRegion
 
 __all__ = ["region_call"]
@@ -77,6 +78,7 @@ def region_call(
     *,
     register: bool,
     headers: Headers | None = None,
+    query: QueryParams | None = None,
     timeout: float | None = None,
 ) -> Call[None, IO, AIO]:
     """The register (or unregister) call for a region object, system or CUDA."""
@@ -86,15 +88,15 @@ def region_call(
     if isinstance(region, SystemSharedMemoryRegion):
         if not register:
             return backend.unregister_system_shared_memory(
-                region.name, headers=headers, timeout=timeout
+                region.name, headers=headers, query=query, timeout=timeout
             )
         return backend.register_system_shared_memory(
-            region.name, region.key, region.byte_size, headers=headers, timeout=timeout
+            region.name, region.key, region.byte_size, headers=headers, query=query, timeout=timeout
         )
     if isinstance(region, CudaSharedMemoryRegion):
         if not register:
             return backend.unregister_cuda_shared_memory(
-                region.name, headers=headers, timeout=timeout
+                region.name, headers=headers, query=query, timeout=timeout
             )
         return backend.register_cuda_shared_memory(
             region.name,
@@ -102,6 +104,7 @@ def region_call(
             region.device_id,
             region.byte_size,
             headers=headers,
+            query=query,
             timeout=timeout,
         )
     raise InvalidInputError(

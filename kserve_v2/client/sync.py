@@ -101,6 +101,13 @@ class Client(ClientBase):
             server is not trusted; streamed HTTP bodies (``generate_stream``) are not limited.
             With ``transport=``, give the limit to that transport instead.
 
+    Every method that makes a request takes the per-call keywords ``headers``, ``timeout`` and
+    ``query``: extra URL query parameters, a mapping or a sequence of ``(name, value)`` pairs
+    (booleans written ``true``/``false``), for a gateway that routes or authenticates by them,
+    e.g. ``client.model_config("simple", query={"api-version": "2"})``. Over gRPC, which has
+    no URL, a ``query`` raises :class:`~kserve_v2.InvalidInputError` (``metrics()`` excepted:
+    it is fetched over HTTP whatever the client's protocol).
+
     Over gRPC (``grpc://host:8001``, ``grpcs://...``) one HTTP/2 channel carries every call:
     ``pool_size`` and ``binary`` do not apply, ``connect_timeout`` is bounded by each call's
     deadline (``timeout``), ``request_compression`` compresses request messages, and
@@ -209,16 +216,24 @@ class Client(ClientBase):
     # -- health and metadata -----------------------------------------------------------------
 
     def is_server_live(
-        self, *, headers: Headers | None = None, timeout: float | None = None
+        self,
+        *,
+        headers: Headers | None = None,
+        query: QueryParams | None = None,
+        timeout: float | None = None,
     ) -> bool:
         """Whether the server is live (``GET v2/health/live`` answers 200)."""
-        return self._run(self._proto.server_live(headers=headers, timeout=timeout))
+        return self._run(self._proto.server_live(headers=headers, query=query, timeout=timeout))
 
     def is_server_ready(
-        self, *, headers: Headers | None = None, timeout: float | None = None
+        self,
+        *,
+        headers: Headers | None = None,
+        query: QueryParams | None = None,
+        timeout: float | None = None,
     ) -> bool:
         """Whether the server is ready for inference."""
-        return self._run(self._proto.server_ready(headers=headers, timeout=timeout))
+        return self._run(self._proto.server_ready(headers=headers, query=query, timeout=timeout))
 
     def is_model_ready(
         self,
@@ -226,16 +241,23 @@ class Client(ClientBase):
         version: str | int = "",
         *,
         headers: Headers | None = None,
+        query: QueryParams | None = None,
         timeout: float | None = None,
     ) -> bool:
         """Whether ``model`` (optionally a given version) is ready for inference."""
-        return self._run(self._proto.model_ready(model, version, headers=headers, timeout=timeout))
+        return self._run(
+            self._proto.model_ready(model, version, headers=headers, query=query, timeout=timeout)
+        )
 
     def server_metadata(
-        self, *, headers: Headers | None = None, timeout: float | None = None
+        self,
+        *,
+        headers: Headers | None = None,
+        query: QueryParams | None = None,
+        timeout: float | None = None,
     ) -> ServerMetadata:
         """Server name, version and extensions."""
-        return self._run(self._proto.server_metadata(headers=headers, timeout=timeout))
+        return self._run(self._proto.server_metadata(headers=headers, query=query, timeout=timeout))
 
     def model_metadata(
         self,
@@ -243,15 +265,23 @@ class Client(ClientBase):
         version: str | int = "",
         *,
         headers: Headers | None = None,
+        query: QueryParams | None = None,
         timeout: float | None = None,
     ) -> ModelMetadata:
         """A model's platform, versions, inputs and outputs."""
         return self._run(
-            self._proto.model_metadata(model, version, headers=headers, timeout=timeout)
+            self._proto.model_metadata(
+                model, version, headers=headers, query=query, timeout=timeout
+            )
         )
 
     def supports_extension(
-        self, extension: str, *, headers: Headers | None = None, timeout: float | None = None
+        self,
+        extension: str,
+        *,
+        headers: Headers | None = None,
+        query: QueryParams | None = None,
+        timeout: float | None = None,
     ) -> bool:
         """Whether the server lists ``extension`` in its metadata (one request each call).
 
@@ -268,7 +298,9 @@ class Client(ClientBase):
             if client.supports_extension("model_repository(unload_dependents)"):
                 client.unload_model("ensemble", unload_dependents=True)
         """
-        return self.server_metadata(headers=headers, timeout=timeout).supports(extension)
+        return self.server_metadata(headers=headers, query=query, timeout=timeout).supports(
+            extension
+        )
 
     # -- inference ---------------------------------------------------------------------------
 
@@ -304,7 +336,7 @@ class Client(ClientBase):
             request_id: echoed back in the result's ``id``.
             parameters: custom request parameters (reserved names need ``allow_reserved``).
             headers: extra headers for this call.
-            query: extra URL query parameters for this call (HTTP).
+            query: extra URL query parameters for this call (HTTP; gRPC refuses them).
             timeout: whole-request timeout in seconds for this call (client-side).
             binary: override the client's binary/JSON default for this call (HTTP).
             compression: compress this request body (``"gzip"``/``"deflate"``).
@@ -410,6 +442,7 @@ class Client(ClientBase):
         version: str | int = "",
         *,
         headers: Headers | None = None,
+        query: QueryParams | None = None,
         timeout: float | None = None,
     ) -> dict[str, Any]:
         """The model's configuration as Triton's REST JSON (model-configuration extension).
@@ -420,7 +453,9 @@ class Client(ClientBase):
             config["max_batch_size"]          # 8
             [i["name"] for i in config["input"]]
         """
-        return self._run(self._proto.model_config(model, version, headers=headers, timeout=timeout))
+        return self._run(
+            self._proto.model_config(model, version, headers=headers, query=query, timeout=timeout)
+        )
 
     def model_statistics(
         self,
@@ -428,6 +463,7 @@ class Client(ClientBase):
         version: str | int = "",
         *,
         headers: Headers | None = None,
+        query: QueryParams | None = None,
         timeout: float | None = None,
     ) -> dict[str, Any]:
         """Inference statistics: of every model (no ``model``), of one model (all its
@@ -442,7 +478,9 @@ class Client(ClientBase):
             stats["inference_count"], stats["inference_stats"]["success"]["count"]
         """
         return self._run(
-            self._proto.model_statistics(model, version, headers=headers, timeout=timeout)
+            self._proto.model_statistics(
+                model, version, headers=headers, query=query, timeout=timeout
+            )
         )
 
     def repository_index(
@@ -450,6 +488,7 @@ class Client(ClientBase):
         *,
         ready_only: bool = False,
         headers: Headers | None = None,
+        query: QueryParams | None = None,
         timeout: float | None = None,
     ) -> list[RepositoryModel]:
         """The models of the repository, loaded or not (``ready_only``: only those ready
@@ -460,7 +499,9 @@ class Client(ClientBase):
             {m.name: m.state for m in client.repository_index()}   # {'simple': 'READY', ...}
         """
         return self._run(
-            self._proto.repository_index(ready_only=ready_only, headers=headers, timeout=timeout)
+            self._proto.repository_index(
+                ready_only=ready_only, headers=headers, query=query, timeout=timeout
+            )
         )
 
     def load_model(
@@ -470,6 +511,7 @@ class Client(ClientBase):
         config: str | Mapping[str, Any] | None = None,
         files: Mapping[str, bytes] | None = None,
         headers: Headers | None = None,
+        query: QueryParams | None = None,
         timeout: float | None = None,
     ) -> None:
         """Load or reload ``model`` (model-repository extension; the server must run with
@@ -491,7 +533,7 @@ class Client(ClientBase):
         """
         self._run(
             self._proto.load_model(
-                model, config=config, files=files, headers=headers, timeout=timeout
+                model, config=config, files=files, headers=headers, query=query, timeout=timeout
             )
         )
 
@@ -501,6 +543,7 @@ class Client(ClientBase):
         *,
         unload_dependents: bool = False,
         headers: Headers | None = None,
+        query: QueryParams | None = None,
         timeout: float | None = None,
     ) -> None:
         """Unload ``model``; ``unload_dependents`` also unloads the models loaded with it
@@ -513,14 +556,23 @@ class Client(ClientBase):
         """
         self._run(
             self._proto.unload_model(
-                model, unload_dependents=unload_dependents, headers=headers, timeout=timeout
+                model,
+                unload_dependents=unload_dependents,
+                headers=headers,
+                query=query,
+                timeout=timeout,
             )
         )
 
     # -- shared memory (Triton extensions) ---------------------------------------------------
 
     def system_shared_memory_status(
-        self, region: str = "", *, headers: Headers | None = None, timeout: float | None = None
+        self,
+        region: str = "",
+        *,
+        headers: Headers | None = None,
+        query: QueryParams | None = None,
+        timeout: float | None = None,
     ) -> list[dict[str, Any]]:
         """The registered system shared-memory regions (all, or the one named ``region``):
         ``[{"name", "key", "offset", "byte_size"}, ...]``.
@@ -530,7 +582,9 @@ class Client(ClientBase):
             [r["name"] for r in client.system_shared_memory_status()]
         """
         return self._run(
-            self._proto.system_shared_memory_status(region, headers=headers, timeout=timeout)
+            self._proto.system_shared_memory_status(
+                region, headers=headers, query=query, timeout=timeout
+            )
         )
 
     def register_system_shared_memory(
@@ -541,6 +595,7 @@ class Client(ClientBase):
         *,
         offset: int = 0,
         headers: Headers | None = None,
+        query: QueryParams | None = None,
         timeout: float | None = None,
     ) -> None:
         """Register ``byte_size`` bytes at ``offset`` of the POSIX shared-memory object
@@ -557,12 +612,17 @@ class Client(ClientBase):
         """
         self._run(
             self._proto.register_system_shared_memory(
-                region, key, byte_size, offset=offset, headers=headers, timeout=timeout
+                region, key, byte_size, offset=offset, headers=headers, query=query, timeout=timeout
             )
         )
 
     def unregister_system_shared_memory(
-        self, region: str = "", *, headers: Headers | None = None, timeout: float | None = None
+        self,
+        region: str = "",
+        *,
+        headers: Headers | None = None,
+        query: QueryParams | None = None,
+        timeout: float | None = None,
     ) -> None:
         """Unregister the system region ``region``, or **every** system region when no name
         is given. Unregistering a name that is not registered is not an error.
@@ -572,17 +632,26 @@ class Client(ClientBase):
             client.unregister_system_shared_memory("in0")
         """
         self._run(
-            self._proto.unregister_system_shared_memory(region, headers=headers, timeout=timeout)
+            self._proto.unregister_system_shared_memory(
+                region, headers=headers, query=query, timeout=timeout
+            )
         )
 
     def cuda_shared_memory_status(
-        self, region: str = "", *, headers: Headers | None = None, timeout: float | None = None
+        self,
+        region: str = "",
+        *,
+        headers: Headers | None = None,
+        query: QueryParams | None = None,
+        timeout: float | None = None,
     ) -> list[dict[str, Any]]:
         """The registered CUDA shared-memory regions (all, or the one named ``region``):
         ``[{"name", "device_id", "byte_size"}, ...]``.
         """
         return self._run(
-            self._proto.cuda_shared_memory_status(region, headers=headers, timeout=timeout)
+            self._proto.cuda_shared_memory_status(
+                region, headers=headers, query=query, timeout=timeout
+            )
         )
 
     def register_cuda_shared_memory(
@@ -593,6 +662,7 @@ class Client(ClientBase):
         byte_size: int,
         *,
         headers: Headers | None = None,
+        query: QueryParams | None = None,
         timeout: float | None = None,
     ) -> None:
         """Register GPU memory by its 64-byte CUDA IPC handle under the name ``region``.
@@ -604,17 +674,30 @@ class Client(ClientBase):
         """
         self._run(
             self._proto.register_cuda_shared_memory(
-                region, raw_handle, device_id, byte_size, headers=headers, timeout=timeout
+                region,
+                raw_handle,
+                device_id,
+                byte_size,
+                headers=headers,
+                query=query,
+                timeout=timeout,
             )
         )
 
     def unregister_cuda_shared_memory(
-        self, region: str = "", *, headers: Headers | None = None, timeout: float | None = None
+        self,
+        region: str = "",
+        *,
+        headers: Headers | None = None,
+        query: QueryParams | None = None,
+        timeout: float | None = None,
     ) -> None:
         """Unregister the CUDA region ``region``, or **every** CUDA region when no name is
         given."""
         self._run(
-            self._proto.unregister_cuda_shared_memory(region, headers=headers, timeout=timeout)
+            self._proto.unregister_cuda_shared_memory(
+                region, headers=headers, query=query, timeout=timeout
+            )
         )
 
     def register_region(
@@ -622,6 +705,7 @@ class Client(ClientBase):
         region: SystemSharedMemoryRegion | CudaSharedMemoryRegion,
         *,
         headers: Headers | None = None,
+        query: QueryParams | None = None,
         timeout: float | None = None,
     ) -> None:
         """Register a region object from :mod:`kserve_v2.shm` (system or CUDA) under its
@@ -641,24 +725,36 @@ class Client(ClientBase):
                 y = read_shared_memory_output(result, "OUTPUT0", region)
                 client.unregister_region(region)
         """
-        self._run(region_call(self._proto, region, register=True, headers=headers, timeout=timeout))
+        self._run(
+            region_call(
+                self._proto, region, register=True, headers=headers, query=query, timeout=timeout
+            )
+        )
 
     def unregister_region(
         self,
         region: SystemSharedMemoryRegion | CudaSharedMemoryRegion,
         *,
         headers: Headers | None = None,
+        query: QueryParams | None = None,
         timeout: float | None = None,
     ) -> None:
         """Unregister a region object registered with :meth:`register_region`."""
         self._run(
-            region_call(self._proto, region, register=False, headers=headers, timeout=timeout)
+            region_call(
+                self._proto, region, register=False, headers=headers, query=query, timeout=timeout
+            )
         )
 
     # -- trace and log settings (Triton extensions) ------------------------------------------
 
     def trace_settings(
-        self, model: str = "", *, headers: Headers | None = None, timeout: float | None = None
+        self,
+        model: str = "",
+        *,
+        headers: Headers | None = None,
+        query: QueryParams | None = None,
+        timeout: float | None = None,
     ) -> dict[str, Any]:
         """The global trace settings, or those in force for ``model`` (trace extension).
 
@@ -666,7 +762,9 @@ class Client(ClientBase):
 
             client.trace_settings()["trace_rate"]     # '1000' (Triton sends strings)
         """
-        return self._run(self._proto.trace_settings(model, headers=headers, timeout=timeout))
+        return self._run(
+            self._proto.trace_settings(model, headers=headers, query=query, timeout=timeout)
+        )
 
     def update_trace_settings(
         self,
@@ -674,6 +772,7 @@ class Client(ClientBase):
         model: str = "",
         *,
         headers: Headers | None = None,
+        query: QueryParams | None = None,
         timeout: float | None = None,
     ) -> dict[str, Any]:
         """Change trace settings, globally or for ``model``; returns the settings now in
@@ -686,11 +785,17 @@ class Client(ClientBase):
             client.update_trace_settings({"trace_rate": None}, model="simple")   # reset
         """
         return self._run(
-            self._proto.update_trace_settings(settings, model, headers=headers, timeout=timeout)
+            self._proto.update_trace_settings(
+                settings, model, headers=headers, query=query, timeout=timeout
+            )
         )
 
     def log_settings(
-        self, *, headers: Headers | None = None, timeout: float | None = None
+        self,
+        *,
+        headers: Headers | None = None,
+        query: QueryParams | None = None,
+        timeout: float | None = None,
     ) -> dict[str, Any]:
         """The server's log settings (logging extension).
 
@@ -698,13 +803,14 @@ class Client(ClientBase):
 
             client.log_settings()["log_verbose_level"]   # 0
         """
-        return self._run(self._proto.log_settings(headers=headers, timeout=timeout))
+        return self._run(self._proto.log_settings(headers=headers, query=query, timeout=timeout))
 
     def update_log_settings(
         self,
         settings: Mapping[str, Any],
         *,
         headers: Headers | None = None,
+        query: QueryParams | None = None,
         timeout: float | None = None,
     ) -> dict[str, Any]:
         """Change log settings; returns the settings now in force.
@@ -714,7 +820,7 @@ class Client(ClientBase):
             client.update_log_settings({"log_verbose_level": 1, "log_info": True})
         """
         return self._run(
-            self._proto.update_log_settings(settings, headers=headers, timeout=timeout)
+            self._proto.update_log_settings(settings, headers=headers, query=query, timeout=timeout)
         )
 
     # -- generate and metrics (HTTP only) ----------------------------------------------------
@@ -731,6 +837,7 @@ class Client(ClientBase):
         version: str | int = "",
         *,
         headers: Headers | None = None,
+        query: QueryParams | None = None,
         timeout: float | None = None,
     ) -> dict[str, Any]:
         """One answer of the generate extension (``POST .../generate``; HTTP only).
@@ -746,7 +853,9 @@ class Client(ClientBase):
             print(answer["text_output"])
         """
         proto = self._http_only("generate")
-        return self._run(proto.generate(model, payload, version, headers=headers, timeout=timeout))
+        return self._run(
+            proto.generate(model, payload, version, headers=headers, query=query, timeout=timeout)
+        )
 
     def generate_stream(
         self,
@@ -755,6 +864,7 @@ class Client(ClientBase):
         version: str | int = "",
         *,
         headers: Headers | None = None,
+        query: QueryParams | None = None,
         timeout: float | None = None,
     ) -> GenerateStream:
         """Stream the answers of the generate extension (``POST .../generate_stream``,
@@ -776,7 +886,9 @@ class Client(ClientBase):
         if self._closed:
             raise TransportError("the client is closed", url=self.url)
         proto = self._http_only("generate_stream")
-        call = proto.generate_stream(model, payload, version, headers=headers, timeout=timeout)
+        call = proto.generate_stream(
+            model, payload, version, headers=headers, query=query, timeout=timeout
+        )
         # an HTTP client's I/O object is its transport
         events = call.stream(cast(Transport, self._io), self._hook)
         if self._limit is None:
@@ -799,6 +911,7 @@ class Client(ClientBase):
         url: str | None = None,
         *,
         headers: Headers | None = None,
+        query: QueryParams | None = None,
         timeout: float | None = None,
     ) -> dict[str, MetricFamily]:
         """The server's Prometheus metrics, parsed (see :mod:`kserve_v2.metrics`).
@@ -813,7 +926,7 @@ class Client(ClientBase):
             families = client.metrics("http://localhost:8002/metrics")
             families["nv_inference_count"].value(model="simple", version="1")
         """
-        call = metrics_call(self.endpoint, url, headers=headers, timeout=timeout)
+        call = metrics_call(self.endpoint, url, headers=headers, query=query, timeout=timeout)
         if self.protocol == "http":
             return self._run(call)
         if self._closed:

@@ -44,6 +44,7 @@ from kserve_v2.arguments import (
     header_pairs,
     log_settings_update,
     normalize_load_request,
+    refuse_query,
     system_shm_registration,
     trace_settings_update,
 )
@@ -317,6 +318,7 @@ class GRPCBackend:
         endpoint: Endpoint,
         *,
         headers: Headers | None = None,
+        query: QueryParams | None = None,
         timeout: float | None = None,
         compression: str | None = None,
     ) -> None:
@@ -382,15 +384,19 @@ class GRPCBackend:
         decode: Callable[[GRPCMessage], T],
         *,
         headers: Headers | None = None,
+        query: QueryParams | None = None,
         timeout: float | None = None,
         compression: str | None = None,
         on_server_error: Callable[[ServerError], T] | None = None,
     ) -> GRPCCall[T]:
         """One call of ``rpc`` (e.g. ``"ModelInfer"``) with the client's defaults applied.
 
-        ``compression=None`` leaves the channel's default in place.
+        ``compression=None`` leaves the channel's default in place. ``query`` is refused
+        (:func:`~kserve_v2.arguments.refuse_query`): gRPC has no URL.
         """
         # The checks are skipped for what is absent: this runs per request.
+        if query is not None:
+            refuse_query(query)
         return GRPCCall(
             SERVICE + rpc,
             request,
@@ -411,25 +417,35 @@ class GRPCBackend:
     # -- core protocol ---------------------------------------------------------------------
 
     def server_live(
-        self, *, headers: Headers | None = None, timeout: float | None = None
+        self,
+        *,
+        headers: Headers | None = None,
+        query: QueryParams | None = None,
+        timeout: float | None = None,
     ) -> GRPCCall[bool]:
         return self.call(
             "ServerLive",
             b"",
             codec.decode_server_live,
             headers=headers,
+            query=query,
             timeout=timeout,
             on_server_error=_always(False),
         )
 
     def server_ready(
-        self, *, headers: Headers | None = None, timeout: float | None = None
+        self,
+        *,
+        headers: Headers | None = None,
+        query: QueryParams | None = None,
+        timeout: float | None = None,
     ) -> GRPCCall[bool]:
         return self.call(
             "ServerReady",
             b"",
             codec.decode_server_ready,
             headers=headers,
+            query=query,
             timeout=timeout,
             on_server_error=_always(False),
         )
@@ -440,6 +456,7 @@ class GRPCBackend:
         version: str | int = "",
         *,
         headers: Headers | None = None,
+        query: QueryParams | None = None,
         timeout: float | None = None,
     ) -> GRPCCall[bool]:
         return self.call(
@@ -447,18 +464,24 @@ class GRPCBackend:
             self._named("ModelReady", check_model_name(model), check_version(version)),
             codec.decode_model_ready,
             headers=headers,
+            query=query,
             timeout=timeout,
             on_server_error=_always(False),
         )
 
     def server_metadata(
-        self, *, headers: Headers | None = None, timeout: float | None = None
+        self,
+        *,
+        headers: Headers | None = None,
+        query: QueryParams | None = None,
+        timeout: float | None = None,
     ) -> GRPCCall[ServerMetadata]:
         return self.call(
             "ServerMetadata",
             b"",
             codec.decode_server_metadata,
             headers=headers,
+            query=query,
             timeout=timeout,
         )
 
@@ -468,6 +491,7 @@ class GRPCBackend:
         version: str | int = "",
         *,
         headers: Headers | None = None,
+        query: QueryParams | None = None,
         timeout: float | None = None,
     ) -> GRPCCall[ModelMetadata]:
         return self.call(
@@ -475,6 +499,7 @@ class GRPCBackend:
             self._named("ModelMetadata", check_model_name(model), check_version(version)),
             codec.decode_model_metadata,
             headers=headers,
+            query=query,
             timeout=timeout,
         )
 
@@ -499,7 +524,7 @@ class GRPCBackend:
         if binary is not None:
             check_bool(binary, "binary")
         if query is not None:
-            raise InvalidInputError("query parameters apply to HTTP only, not gRPC", value=query)
+            refuse_query(query)
         placements = codec.output_placements(request)
         decode: Callable[[GRPCMessage], InferResult] = (
             functools.partial(codec.decode_infer_response, placements=placements)
@@ -512,6 +537,7 @@ class GRPCBackend:
             codec.encode_infer_request_parts(request),
             decode,
             headers=headers,
+            query=query,
             timeout=timeout,
             compression=compression,
         )
@@ -533,6 +559,7 @@ class GRPCBackend:
         version: str | int = "",
         *,
         headers: Headers | None = None,
+        query: QueryParams | None = None,
         timeout: float | None = None,
     ) -> GRPCCall[dict[str, Any]]:
         return self.call(
@@ -540,6 +567,7 @@ class GRPCBackend:
             self._named("ModelConfig", check_model_name(model), check_version(version)),
             extensions.decode_model_config,
             headers=headers,
+            query=query,
             timeout=timeout,
         )
 
@@ -549,6 +577,7 @@ class GRPCBackend:
         version: str | int = "",
         *,
         headers: Headers | None = None,
+        query: QueryParams | None = None,
         timeout: float | None = None,
     ) -> GRPCCall[dict[str, Any]]:
         return self.call(
@@ -556,6 +585,7 @@ class GRPCBackend:
             self._named("ModelStatistics", *check_statistics_target(model, version)),
             extensions.decode_model_statistics,
             headers=headers,
+            query=query,
             timeout=timeout,
         )
 
@@ -564,6 +594,7 @@ class GRPCBackend:
         *,
         ready_only: bool = False,
         headers: Headers | None = None,
+        query: QueryParams | None = None,
         timeout: float | None = None,
     ) -> GRPCCall[list[RepositoryModel]]:
         message = codec.generated().RepositoryIndexRequest(
@@ -574,6 +605,7 @@ class GRPCBackend:
             message.SerializeToString(),
             extensions.decode_repository_index,
             headers=headers,
+            query=query,
             timeout=timeout,
         )
 
@@ -584,6 +616,7 @@ class GRPCBackend:
         config: str | Mapping[str, Any] | None = None,
         files: Mapping[str, bytes] | None = None,
         headers: Headers | None = None,
+        query: QueryParams | None = None,
         timeout: float | None = None,
     ) -> GRPCCall[None]:
         name = check_model_name(model)
@@ -593,6 +626,7 @@ class GRPCBackend:
             extensions.load_request(name, config_text, wire_files),
             _nothing,
             headers=headers,
+            query=query,
             timeout=timeout,
         )
 
@@ -602,13 +636,19 @@ class GRPCBackend:
         *,
         unload_dependents: bool = False,
         headers: Headers | None = None,
+        query: QueryParams | None = None,
         timeout: float | None = None,
     ) -> GRPCCall[None]:
         request = extensions.unload_request(
             check_model_name(model), check_bool(unload_dependents, "unload_dependents")
         )
         return self.call(
-            "RepositoryModelUnload", request, _nothing, headers=headers, timeout=timeout
+            "RepositoryModelUnload",
+            request,
+            _nothing,
+            headers=headers,
+            query=query,
+            timeout=timeout,
         )
 
     def _region_call(
@@ -617,23 +657,35 @@ class GRPCBackend:
         region: str,
         decode: Callable[[GRPCMessage], T],
         headers: Headers | None,
+        query: QueryParams | None,
         timeout: float | None,
     ) -> GRPCCall[T]:
         """A shared-memory status or unregister call: a request naming one region, or none."""
         request = getattr(codec.generated(), method + "Request")
         message = request(name=check_region_name(region, required=False))
         return self.call(
-            method, message.SerializeToString(), decode, headers=headers, timeout=timeout
+            method,
+            message.SerializeToString(),
+            decode,
+            headers=headers,
+            query=query,
+            timeout=timeout,
         )
 
     def system_shared_memory_status(
-        self, region: str = "", *, headers: Headers | None = None, timeout: float | None = None
+        self,
+        region: str = "",
+        *,
+        headers: Headers | None = None,
+        query: QueryParams | None = None,
+        timeout: float | None = None,
     ) -> GRPCCall[list[dict[str, Any]]]:
         return self._region_call(
             "SystemSharedMemoryStatus",
             region,
             extensions.decode_system_shm_status,
             headers,
+            query,
             timeout,
         )
 
@@ -645,6 +697,7 @@ class GRPCBackend:
         *,
         offset: int = 0,
         headers: Headers | None = None,
+        query: QueryParams | None = None,
         timeout: float | None = None,
     ) -> GRPCCall[None]:
         name, fields = system_shm_registration(region, key, byte_size, offset)
@@ -654,19 +707,37 @@ class GRPCBackend:
             message.SerializeToString(),
             _nothing,
             headers=headers,
+            query=query,
             timeout=timeout,
         )
 
     def unregister_system_shared_memory(
-        self, region: str = "", *, headers: Headers | None = None, timeout: float | None = None
+        self,
+        region: str = "",
+        *,
+        headers: Headers | None = None,
+        query: QueryParams | None = None,
+        timeout: float | None = None,
     ) -> GRPCCall[None]:
-        return self._region_call("SystemSharedMemoryUnregister", region, _nothing, headers, timeout)
+        return self._region_call(
+            "SystemSharedMemoryUnregister", region, _nothing, headers, query, timeout
+        )
 
     def cuda_shared_memory_status(
-        self, region: str = "", *, headers: Headers | None = None, timeout: float | None = None
+        self,
+        region: str = "",
+        *,
+        headers: Headers | None = None,
+        query: QueryParams | None = None,
+        timeout: float | None = None,
     ) -> GRPCCall[list[dict[str, Any]]]:
         return self._region_call(
-            "CudaSharedMemoryStatus", region, extensions.decode_cuda_shm_status, headers, timeout
+            "CudaSharedMemoryStatus",
+            region,
+            extensions.decode_cuda_shm_status,
+            headers,
+            query,
+            timeout,
         )
 
     def register_cuda_shared_memory(
@@ -677,6 +748,7 @@ class GRPCBackend:
         byte_size: int,
         *,
         headers: Headers | None = None,
+        query: QueryParams | None = None,
         timeout: float | None = None,
     ) -> GRPCCall[None]:
         name, handle, device, size = cuda_shm_registration(region, raw_handle, device_id, byte_size)
@@ -688,22 +760,36 @@ class GRPCBackend:
             message.SerializeToString(),
             _nothing,
             headers=headers,
+            query=query,
             timeout=timeout,
         )
 
     def unregister_cuda_shared_memory(
-        self, region: str = "", *, headers: Headers | None = None, timeout: float | None = None
+        self,
+        region: str = "",
+        *,
+        headers: Headers | None = None,
+        query: QueryParams | None = None,
+        timeout: float | None = None,
     ) -> GRPCCall[None]:
-        return self._region_call("CudaSharedMemoryUnregister", region, _nothing, headers, timeout)
+        return self._region_call(
+            "CudaSharedMemoryUnregister", region, _nothing, headers, query, timeout
+        )
 
     def trace_settings(
-        self, model: str = "", *, headers: Headers | None = None, timeout: float | None = None
+        self,
+        model: str = "",
+        *,
+        headers: Headers | None = None,
+        query: QueryParams | None = None,
+        timeout: float | None = None,
     ) -> GRPCCall[dict[str, Any]]:
         return self.call(
             "TraceSetting",
             extensions.trace_settings_request(None, check_optional_model(model)),
             extensions.decode_trace_settings,
             headers=headers,
+            query=query,
             timeout=timeout,
         )
 
@@ -713,6 +799,7 @@ class GRPCBackend:
         model: str = "",
         *,
         headers: Headers | None = None,
+        query: QueryParams | None = None,
         timeout: float | None = None,
     ) -> GRPCCall[dict[str, Any]]:
         normalized = trace_settings_update(settings)
@@ -721,17 +808,23 @@ class GRPCBackend:
             extensions.trace_settings_request(normalized, check_optional_model(model)),
             extensions.decode_trace_settings,
             headers=headers,
+            query=query,
             timeout=timeout,
         )
 
     def log_settings(
-        self, *, headers: Headers | None = None, timeout: float | None = None
+        self,
+        *,
+        headers: Headers | None = None,
+        query: QueryParams | None = None,
+        timeout: float | None = None,
     ) -> GRPCCall[dict[str, Any]]:
         return self.call(
             "LogSettings",
             b"",
             extensions.decode_log_settings,
             headers=headers,
+            query=query,
             timeout=timeout,
         )
 
@@ -740,6 +833,7 @@ class GRPCBackend:
         settings: Mapping[str, Any],
         *,
         headers: Headers | None = None,
+        query: QueryParams | None = None,
         timeout: float | None = None,
     ) -> GRPCCall[dict[str, Any]]:
         return self.call(
@@ -747,6 +841,7 @@ class GRPCBackend:
             extensions.log_settings_request(log_settings_update(settings)),
             extensions.decode_log_settings,
             headers=headers,
+            query=query,
             timeout=timeout,
         )
 

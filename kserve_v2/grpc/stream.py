@@ -7,7 +7,11 @@ caller gives none) and wait in a buffer until a consumer takes them, either
 * per request: iterate the :class:`StreamRequest` that ``send`` returns, or ``wait`` for all
   its responses; or
 * for the whole stream: iterate the stream itself, which yields every response in arrival
-  order and stops once every request sent so far is complete.
+  order and stops once every request sent so far is complete; an iteration started before
+  the stream's first ``send`` (a consumer task or thread started ahead of the sender) waits
+  for requests instead, and stops once the sending side is closed (``close()``, the end of
+  the ``with`` block) and every request is complete. ``stream.responses(until_closed=...)``
+  chooses either behaviour explicitly.
 
 A request is complete when Triton flags a response ``triton_final_response``. Decoupled models
 may finish without a final data response, so every request to Triton asks for its empty final

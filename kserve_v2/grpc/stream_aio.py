@@ -150,6 +150,7 @@ class AsyncGRPCStream:
         self._half_closed = False
         self._cancelled = False
         self._closed = False
+        self._sent_any = False  # a request was sent (or is being sent) on this stream
         self._started = time.perf_counter()
 
     # -- the reader --------------------------------------------------------------------------
@@ -291,6 +292,7 @@ class AsyncGRPCStream:
                 raise closed_error(router)
             rid = request.id or self._ids.make(router)
             router.register(rid, codec.output_placements(request))
+            self._sent_any = True
         try:
             data = encode_request(request, rid)  # outside _cond: the reader must not wait on it
             # Outside _cond too: a send may wait for flow control, which the reader (who needs
@@ -308,23 +310,32 @@ class AsyncGRPCStream:
 
     # -- receiving ---------------------------------------------------------------------------
 
-    async def _take(self, request_id: str | None, deadline: float | None) -> Entry | None:
-        """The next response (of one request, or of any); None once there will be none."""
+    async def _take(
+        self, request_id: str | None, deadline: float | None, until_closed: bool = False
+    ) -> Entry | None:
+        """The next response (of one request, or of any); None once there will be none.
+
+        ``until_closed`` (the stream's consumer only): with nothing in flight, wait for
+        more requests until the sending side is closed or the stream ended."""
         router, cond = self._router, self._cond
         with cond:
             while True:
                 entry = router.take(request_id)
                 if entry is not None:
                     return entry
-                if router.done(request_id):
+                if router.done(request_id) and not (
+                    until_closed and not self._half_closed and not router.ended
+                ):
                     error = router.stop_error(request_id)
                     if error is not None:
                         raise error
                     return None
                 await cond.wait(remaining(deadline, request_id))
 
-    async def _next(self, request_id: str | None, deadline: float | None) -> InferResult | None:
-        entry = await self._take(request_id, deadline)
+    async def _next(
+        self, request_id: str | None, deadline: float | None, until_closed: bool = False
+    ) -> InferResult | None:
+        entry = await self._take(request_id, deadline, until_closed)
         return None if entry is None else entry.unwrap()
 
     async def _collect(self, request_id: str, timeout: float | None) -> list[InferResult]:
@@ -343,10 +354,48 @@ class AsyncGRPCStream:
         with self._cond:
             return self._router.done_for(request_id)
 
-    async def __aiter__(self) -> AsyncIterator[InferResult]:
-        """Every response in arrival order, until all requests sent so far are complete."""
-        while (result := await self._next(None, None)) is not None:
+    def __aiter__(self) -> AsyncIterator[InferResult]:
+        """Every response in arrival order: ``responses()`` (see :meth:`responses`)."""
+        return self.responses()
+
+    def responses(self, *, until_closed: bool | None = None) -> AsyncIterator[InferResult]:
+        """Every response of the stream in arrival order (iterating the stream itself is
+        ``responses()``). An error response raises :class:`~kserve_v2.ServerError` where it
+        comes; iterating again goes on after it.
+
+        When it stops:
+
+        * ``until_closed=False``: once every request sent so far is complete (at once if
+          none is in flight). For a consumer that sends first, then reads.
+        * ``until_closed=True``: once the sending side is closed (``close()``, the end of
+          the ``with`` block, ``cancel()``) or the stream ended, and every request is
+          complete. For a consumer running beside the sender (another task or thread),
+          which must not stop while the sender catches up.
+        * ``None`` (default): ``True`` if nothing was sent on the stream yet when the
+          iterator is made (by this call, or by the ``for`` loop over the stream), else
+          ``False``. So a consumer started before the first
+          ``send`` waits for the responses instead of ending at once, and code that sends
+          first and then iterates ends when its requests are answered, as before.
+
+        Example::
+
+            # A consumer in its own task (or thread, with the sync stream), started at once:
+            async for result in stream.responses(until_closed=True):
+                print(result.id, result.final)
+            # It waits while the sender sends, and ends once the sender closed the stream
+            # (``close()``, or the end of its ``with`` block) and every answer is in.
+        """
+        return self._responses(self._until_closed(until_closed))
+
+    async def _responses(self, until_closed: bool) -> AsyncIterator[InferResult]:
+        while (result := await self._next(None, None, until_closed)) is not None:
             yield result
+
+    def _until_closed(self, until_closed: bool | None) -> bool:
+        if until_closed is None:
+            with self._cond:
+                return not self._sent_any
+        return bool(until_closed)
 
     async def wait(
         self, request: str | AsyncStreamRequest, timeout: float | None = None
@@ -381,6 +430,7 @@ class AsyncGRPCStream:
         deadline = None if wait is None else time.monotonic() + wait
         with self._cond:
             self._half_closed = True
+            self._cond.notify_all()  # consumers waiting for more requests (until_closed)
         with self._open_lock:
             call, reader = self._call, self._reader
         if call is None or reader is None:  # never opened
@@ -415,6 +465,7 @@ class AsyncGRPCStream:
         with self._cond:
             self._half_closed = True
             self._cancelled = True
+            self._cond.notify_all()
         with self._open_lock:
             call, reader = self._call, self._reader
         if call is not None:

@@ -442,12 +442,15 @@ class H2Connection:
         *,
         max_header_list_size: int = DEFAULT_MAX_HEADER_LIST_SIZE,
         receive_window: int | None = None,
+        http_url: str | None = None,
     ) -> None:
         window = RECEIVE_WINDOW if receive_window is None else receive_window
         if not 0 < window <= MAX_WINDOW:
             raise InvalidInputError(
                 f"receive_window must be between 1 and 2**31-1, not {window}", value=window
             )
+        # Suggested when the server answers in HTTP/1 (the URL names an HTTP port).
+        self._http_url = http_url
         self._stream_window = window
         self._stream_refill = max(1, window // 2)
         self._decoder = Decoder(max_header_list_size=max_header_list_size)
@@ -511,6 +514,11 @@ class H2Connection:
     @property
     def has_data_to_send(self) -> bool:
         return bool(self._out)
+
+    @property
+    def got_bytes(self) -> bool:
+        """Whether the server sent anything yet (its preface comes first, unasked)."""
+        return self._got_bytes
 
     @property
     def open_streams(self) -> int:
@@ -725,9 +733,11 @@ class H2Connection:
         if not self._got_bytes and data:
             self._got_bytes = True
             if bytes(data[:5]) == b"HTTP/":  # the usual mistake: an HTTP/1 port
-                raise self._fail(
-                    "the server answered in HTTP/1.x, not HTTP/2 (is this its gRPC port?): "
-                    + bytes(data[:40]).decode("latin-1").split("\r\n")[0]
+                status_line = bytes(data[:40]).decode("latin-1").split("\r\n")[0]
+                self.close(ErrorCode.PROTOCOL_ERROR, b"HTTP/1 answer")
+                raise H2ConnectionError(
+                    f"this port speaks HTTP/1.1 — did you mean {self._http_url or 'http://...'}? "
+                    f"(the server answered {status_line!r})"
                 )
         events: list[Event] = []
         view = memoryview(data).cast("B") if not isinstance(data, bytes) else memoryview(data)

@@ -448,14 +448,19 @@ def metrics_call(
     url: str | None = None,
     *,
     headers: Headers | None = None,
+    query: QueryParams | None = None,
     timeout: float | None = None,
 ) -> HTTPCall[dict[str, MetricFamily]]:
     """A ``GET`` of the Prometheus metrics of the server at ``endpoint`` (or at ``url``).
 
     Only the per-call ``headers`` are sent: the client's default headers (credentials, most
     likely) are meant for the inference endpoint, and ``url`` may name another host.
+    ``query`` is added to ``url``'s own query string, if it has one.
     """
     target = _metrics_target(endpoint, url)
+    if query is not None:
+        check_query(query)
+        target = with_query(target, query)
     request = HTTPRequest("GET", target, _header_items(headers), (), check_timeout(timeout))
     return HTTPCall(request, lambda r: parse_metrics(_ok(r).body))
 
@@ -468,6 +473,7 @@ class HTTPBackend:
         endpoint: Endpoint,
         *,
         headers: Headers | None = None,
+        query: QueryParams | None = None,
         timeout: float | None = None,
         binary: bool | None = None,
         request_compression: str | None = None,
@@ -538,9 +544,12 @@ class HTTPBackend:
         decode: Callable[[HTTPResponse], T],
         *,
         headers: Headers | None = None,
+        query: QueryParams | None = None,
         timeout: float | None = None,
     ) -> HTTPCall[T]:
-        return HTTPCall(self.request("GET", target, headers=headers, timeout=timeout), decode)
+        return HTTPCall(
+            self.request("GET", target, headers=headers, query=query, timeout=timeout), decode
+        )
 
     def post(
         self,
@@ -549,16 +558,20 @@ class HTTPBackend:
         obj: Any = None,
         *,
         headers: Headers | None = None,
+        query: QueryParams | None = None,
         timeout: float | None = None,
     ) -> HTTPCall[T]:
         """A ``POST`` of ``obj`` as JSON (``None``: an empty body)."""
         if obj is None:
-            return HTTPCall(self.request("POST", target, headers=headers, timeout=timeout), decode)
+            return HTTPCall(
+                self.request("POST", target, headers=headers, query=query, timeout=timeout), decode
+            )
         return HTTPCall(
             self.request(
                 "POST",
                 target,
                 headers=headers,
+                query=query,
                 timeout=timeout,
                 body=(codec.encode_json(obj),),
                 body_headers=(("Content-Type", codec.JSON_TYPE),),
@@ -569,14 +582,26 @@ class HTTPBackend:
     # -- core protocol ---------------------------------------------------------------------
 
     def server_live(
-        self, *, headers: Headers | None = None, timeout: float | None = None
+        self,
+        *,
+        headers: Headers | None = None,
+        query: QueryParams | None = None,
+        timeout: float | None = None,
     ) -> HTTPCall[bool]:
-        return self.get(self.paths.server_live(), _is_ok, headers=headers, timeout=timeout)
+        return self.get(
+            self.paths.server_live(), _is_ok, headers=headers, query=query, timeout=timeout
+        )
 
     def server_ready(
-        self, *, headers: Headers | None = None, timeout: float | None = None
+        self,
+        *,
+        headers: Headers | None = None,
+        query: QueryParams | None = None,
+        timeout: float | None = None,
     ) -> HTTPCall[bool]:
-        return self.get(self.paths.server_ready(), _is_ok, headers=headers, timeout=timeout)
+        return self.get(
+            self.paths.server_ready(), _is_ok, headers=headers, query=query, timeout=timeout
+        )
 
     def model_ready(
         self,
@@ -584,18 +609,24 @@ class HTTPBackend:
         version: str | int = "",
         *,
         headers: Headers | None = None,
+        query: QueryParams | None = None,
         timeout: float | None = None,
     ) -> HTTPCall[bool]:
         target = self.paths.model_ready(check_model_name(model), check_version(version))
-        return self.get(target, _is_ok, headers=headers, timeout=timeout)
+        return self.get(target, _is_ok, headers=headers, query=query, timeout=timeout)
 
     def server_metadata(
-        self, *, headers: Headers | None = None, timeout: float | None = None
+        self,
+        *,
+        headers: Headers | None = None,
+        query: QueryParams | None = None,
+        timeout: float | None = None,
     ) -> HTTPCall[ServerMetadata]:
         return self.get(
             self.paths.server_metadata(),
             lambda r: codec.decode_server_metadata(_ok(r).body),
             headers=headers,
+            query=query,
             timeout=timeout,
         )
 
@@ -605,12 +636,14 @@ class HTTPBackend:
         version: str | int = "",
         *,
         headers: Headers | None = None,
+        query: QueryParams | None = None,
         timeout: float | None = None,
     ) -> HTTPCall[ModelMetadata]:
         return self.get(
             self.paths.model_metadata(check_model_name(model), check_version(version)),
             lambda r: codec.decode_model_metadata(_ok(r).body),
             headers=headers,
+            query=query,
             timeout=timeout,
         )
 
@@ -722,10 +755,11 @@ class HTTPBackend:
         version: str | int = "",
         *,
         headers: Headers | None = None,
+        query: QueryParams | None = None,
         timeout: float | None = None,
     ) -> HTTPCall[dict[str, Any]]:
         target = self.paths.model_config(check_model_name(model), check_version(version))
-        return self.get(target, _json, headers=headers, timeout=timeout)
+        return self.get(target, _json, headers=headers, query=query, timeout=timeout)
 
     def model_statistics(
         self,
@@ -733,21 +767,28 @@ class HTTPBackend:
         version: str | int = "",
         *,
         headers: Headers | None = None,
+        query: QueryParams | None = None,
         timeout: float | None = None,
     ) -> HTTPCall[dict[str, Any]]:
         target = self.paths.model_statistics(*check_statistics_target(model, version))
-        return self.get(target, _json, headers=headers, timeout=timeout)
+        return self.get(target, _json, headers=headers, query=query, timeout=timeout)
 
     def repository_index(
         self,
         *,
         ready_only: bool = False,
         headers: Headers | None = None,
+        query: QueryParams | None = None,
         timeout: float | None = None,
     ) -> HTTPCall[list[RepositoryModel]]:
         body = {"ready": True} if check_bool(ready_only, "ready_only") else {}
         return self.post(
-            self.paths.repository_index(), _repository_index, body, headers=headers, timeout=timeout
+            self.paths.repository_index(),
+            _repository_index,
+            body,
+            headers=headers,
+            query=query,
+            timeout=timeout,
         )
 
     def load_model(
@@ -757,6 +798,7 @@ class HTTPBackend:
         config: str | Mapping[str, Any] | None = None,
         files: Mapping[str, bytes] | None = None,
         headers: Headers | None = None,
+        query: QueryParams | None = None,
         timeout: float | None = None,
     ) -> HTTPCall[None]:
         target = self.paths.repository_load(check_model_name(model))
@@ -768,7 +810,7 @@ class HTTPBackend:
             # REST carries file contents as base64 strings (gRPC as bytes).
             parameters[key] = base64.b64encode(content).decode("ascii")
         body = {"parameters": parameters} if parameters else None
-        return self.post(target, _nothing, body, headers=headers, timeout=timeout)
+        return self.post(target, _nothing, body, headers=headers, query=query, timeout=timeout)
 
     def unload_model(
         self,
@@ -776,20 +818,27 @@ class HTTPBackend:
         *,
         unload_dependents: bool = False,
         headers: Headers | None = None,
+        query: QueryParams | None = None,
         timeout: float | None = None,
     ) -> HTTPCall[None]:
         target = self.paths.repository_unload(check_model_name(model))
         dependents = check_bool(unload_dependents, "unload_dependents")
         body = {"parameters": {"unload_dependents": True}} if dependents else None
-        return self.post(target, _nothing, body, headers=headers, timeout=timeout)
+        return self.post(target, _nothing, body, headers=headers, query=query, timeout=timeout)
 
     def system_shared_memory_status(
-        self, region: str = "", *, headers: Headers | None = None, timeout: float | None = None
+        self,
+        region: str = "",
+        *,
+        headers: Headers | None = None,
+        query: QueryParams | None = None,
+        timeout: float | None = None,
     ) -> HTTPCall[list[dict[str, Any]]]:
         return self.get(
             self.paths.shared_memory("system", "status", check_region_name(region, required=False)),
             lambda r: _json_objects(r, "system shared memory status"),
             headers=headers,
+            query=query,
             timeout=timeout,
         )
 
@@ -801,26 +850,38 @@ class HTTPBackend:
         *,
         offset: int = 0,
         headers: Headers | None = None,
+        query: QueryParams | None = None,
         timeout: float | None = None,
     ) -> HTTPCall[None]:
         name, body = system_shm_registration(region, key, byte_size, offset)
         target = self.paths.shared_memory("system", "register", name)
-        return self.post(target, _nothing, body, headers=headers, timeout=timeout)
+        return self.post(target, _nothing, body, headers=headers, query=query, timeout=timeout)
 
     def unregister_system_shared_memory(
-        self, region: str = "", *, headers: Headers | None = None, timeout: float | None = None
+        self,
+        region: str = "",
+        *,
+        headers: Headers | None = None,
+        query: QueryParams | None = None,
+        timeout: float | None = None,
     ) -> HTTPCall[None]:
         name = check_region_name(region, required=False)
         target = self.paths.shared_memory("system", "unregister", name)
-        return self.post(target, _nothing, headers=headers, timeout=timeout)
+        return self.post(target, _nothing, headers=headers, query=query, timeout=timeout)
 
     def cuda_shared_memory_status(
-        self, region: str = "", *, headers: Headers | None = None, timeout: float | None = None
+        self,
+        region: str = "",
+        *,
+        headers: Headers | None = None,
+        query: QueryParams | None = None,
+        timeout: float | None = None,
     ) -> HTTPCall[list[dict[str, Any]]]:
         return self.get(
             self.paths.shared_memory("cuda", "status", check_region_name(region, required=False)),
             lambda r: _json_objects(r, "CUDA shared memory status"),
             headers=headers,
+            query=query,
             timeout=timeout,
         )
 
@@ -832,6 +893,7 @@ class HTTPBackend:
         byte_size: int,
         *,
         headers: Headers | None = None,
+        query: QueryParams | None = None,
         timeout: float | None = None,
     ) -> HTTPCall[None]:
         # Imported here: the CUDA module is for the few clients that register CUDA memory.
@@ -844,20 +906,30 @@ class HTTPBackend:
             "byte_size": size,
         }
         target = self.paths.shared_memory("cuda", "register", name)
-        return self.post(target, _nothing, body, headers=headers, timeout=timeout)
+        return self.post(target, _nothing, body, headers=headers, query=query, timeout=timeout)
 
     def unregister_cuda_shared_memory(
-        self, region: str = "", *, headers: Headers | None = None, timeout: float | None = None
+        self,
+        region: str = "",
+        *,
+        headers: Headers | None = None,
+        query: QueryParams | None = None,
+        timeout: float | None = None,
     ) -> HTTPCall[None]:
         name = check_region_name(region, required=False)
         target = self.paths.shared_memory("cuda", "unregister", name)
-        return self.post(target, _nothing, headers=headers, timeout=timeout)
+        return self.post(target, _nothing, headers=headers, query=query, timeout=timeout)
 
     def trace_settings(
-        self, model: str = "", *, headers: Headers | None = None, timeout: float | None = None
+        self,
+        model: str = "",
+        *,
+        headers: Headers | None = None,
+        query: QueryParams | None = None,
+        timeout: float | None = None,
     ) -> HTTPCall[dict[str, Any]]:
         target = self.paths.trace_setting(check_optional_model(model))
-        return self.get(target, _json, headers=headers, timeout=timeout)
+        return self.get(target, _json, headers=headers, query=query, timeout=timeout)
 
     def update_trace_settings(
         self,
@@ -865,26 +937,34 @@ class HTTPBackend:
         model: str = "",
         *,
         headers: Headers | None = None,
+        query: QueryParams | None = None,
         timeout: float | None = None,
     ) -> HTTPCall[dict[str, Any]]:
         body = trace_settings_update(settings)
         target = self.paths.trace_setting(check_optional_model(model))
-        return self.post(target, _json, body, headers=headers, timeout=timeout)
+        return self.post(target, _json, body, headers=headers, query=query, timeout=timeout)
 
     def log_settings(
-        self, *, headers: Headers | None = None, timeout: float | None = None
+        self,
+        *,
+        headers: Headers | None = None,
+        query: QueryParams | None = None,
+        timeout: float | None = None,
     ) -> HTTPCall[dict[str, Any]]:
-        return self.get(self.paths.logging(), _json, headers=headers, timeout=timeout)
+        return self.get(self.paths.logging(), _json, headers=headers, query=query, timeout=timeout)
 
     def update_log_settings(
         self,
         settings: Mapping[str, Any],
         *,
         headers: Headers | None = None,
+        query: QueryParams | None = None,
         timeout: float | None = None,
     ) -> HTTPCall[dict[str, Any]]:
         body = log_settings_update(settings)
-        return self.post(self.paths.logging(), _json, body, headers=headers, timeout=timeout)
+        return self.post(
+            self.paths.logging(), _json, body, headers=headers, query=query, timeout=timeout
+        )
 
     # -- HTTP-only extensions ----------------------------------------------------------------
 
@@ -895,11 +975,14 @@ class HTTPBackend:
         version: str | int = "",
         *,
         headers: Headers | None = None,
+        query: QueryParams | None = None,
         timeout: float | None = None,
     ) -> HTTPCall[dict[str, Any]]:
         target = self.paths.generate(check_model_name(model), check_version(version))
         body = _generate_payload(payload)
-        return self.post(target, _generate_result, body, headers=headers, timeout=timeout)
+        return self.post(
+            target, _generate_result, body, headers=headers, query=query, timeout=timeout
+        )
 
     def generate_stream(
         self,
@@ -908,11 +991,14 @@ class HTTPBackend:
         version: str | int = "",
         *,
         headers: Headers | None = None,
+        query: QueryParams | None = None,
         timeout: float | None = None,
     ) -> HTTPStreamCall[dict[str, Any]]:
         target = self.paths.generate(check_model_name(model), check_version(version), stream=True)
         body = _generate_payload(payload)
-        call = self.post(target, _generate_result, body, headers=headers, timeout=timeout)
+        call = self.post(
+            target, _generate_result, body, headers=headers, query=query, timeout=timeout
+        )
         return HTTPStreamCall(call.request, _generate_event, _generate_result)
 
     def metrics(
@@ -920,11 +1006,12 @@ class HTTPBackend:
         url: str | None = None,
         *,
         headers: Headers | None = None,
+        query: QueryParams | None = None,
         timeout: float | None = None,
     ) -> HTTPCall[dict[str, MetricFamily]]:
         if timeout is None:
             timeout = self.timeout
-        return metrics_call(self.endpoint, url, headers=headers, timeout=timeout)
+        return metrics_call(self.endpoint, url, headers=headers, query=query, timeout=timeout)
 
 
 def _generate_payload(payload: Mapping[str, Any]) -> Mapping[str, Any]:

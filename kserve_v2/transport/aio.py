@@ -52,11 +52,15 @@ class _Connection(asyncio.BufferedProtocol):
     """One keep-alive connection; the event loop feeds the parser directly."""
 
     def __init__(
-        self, loop: asyncio.AbstractEventLoop, max_head: int, max_body: int | None
+        self,
+        loop: asyncio.AbstractEventLoop,
+        max_head: int,
+        max_body: int | None,
+        grpc_url: str | None = None,
     ) -> None:
         self.loop = loop
         self.lost: asyncio.Future[None] = loop.create_future()
-        self.parser = ResponseParser(max_head, max_body)
+        self.parser = ResponseParser(max_head, max_body, grpc_url=grpc_url)
         self.transport: asyncio.Transport | None = None
         self.waiter: asyncio.Future[None] | None = None
         self.drain_waiter: asyncio.Future[None] | None = None
@@ -472,7 +476,7 @@ class AsyncHTTPTransport(PooledTransport[_Pool], AsyncClosesOnExit):
         max_head, max_body = self._max_header_size, self._max_response_size
         try:
             connecting = loop.create_connection(
-                lambda: _Connection(loop, max_head, max_body),
+                lambda: _Connection(loop, max_head, max_body, origin.grpc_url),
                 origin.host,
                 origin.port,
                 ssl=ctx,

@@ -128,8 +128,24 @@ def translate_rpc_error(exc: BaseException, url: str | None = None) -> KServeErr
     if (name == "UNAVAILABLE" and _CONNECT_FAILURE.search(details)) or (
         name == "CANCELLED" and _LOCAL_CANCEL.search(details)
     ):
-        return TransportError(f"gRPC {name}: {details}", url=url)
+        return TransportError(f"gRPC {name}: {_scheme_hint(details, url)}{details}", url=url)
     return ServerError(details, grpc_code=name)
+
+
+def _scheme_hint(details: str, url: str | None) -> str:
+    """What a failed connect says of the port, when grpcio's words show that it is not a gRPC
+    one: grpc-core names an HTTP/1.x answer ("Trying to connect an http1.x server"); a server
+    that closed the connection before the HTTP/2 handshake ("Socket closed", which is how
+    Triton's HTTP port answers) is most likely an HTTP/1.1 one too. Empty otherwise."""
+    if url is None or "://" not in url:
+        return ""
+    scheme, _, rest = url.partition("://")
+    http_url = f"{'https' if scheme == 'grpcs' else 'http'}://{rest}"
+    if "http1.x server" in details:
+        return f"this port speaks HTTP/1.1 — did you mean {http_url}? grpcio: "
+    if "Socket closed" in details and "failed to connect" in details:
+        return f"this port probably speaks HTTP/1.1 — did you mean {http_url}? grpcio: "
+    return ""
 
 
 def _response_metadata(*groups: Any) -> Metadata:

@@ -26,7 +26,7 @@ from kserve_v2.errors import (
     ProtocolError,
     TransportError,
 )
-from kserve_v2.http1 import body_length, body_too_large, byte_views
+from kserve_v2.http1 import body_length, body_too_large, byte_views, speaks_http2_error
 from kserve_v2.interfaces import HTTPRequest, HTTPResponse
 from kserve_v2.transport.sockets import (
     AsyncClosesOnExit,
@@ -34,6 +34,7 @@ from kserve_v2.transport.sockets import (
     StrPath,
     TLSConfig,
     base_origin,
+    parse_origin,
 )
 
 if TYPE_CHECKING:
@@ -63,6 +64,11 @@ def _translate(exc: Exception, url: str | None) -> KServeError:
     if isinstance(exc, httpx.RemoteProtocolError):
         if "without sending a response" in message:  # "Server disconnected without ..."
             return TransportError(message, url=url)
+        if message == "illegal request line" and url is not None:
+            # h11's words for an answer whose first byte is a control character, which is
+            # how an HTTP/2 server's first frame (a gRPC port's SETTINGS) starts; h11 does
+            # not hand over the bytes to look closer.
+            return speaks_http2_error(parse_origin(url)[0].grpc_url)
         return ProtocolError(message)
     if isinstance(exc, httpx.DecodingError):
         return ProtocolError(f"cannot decode the response body: {message}")

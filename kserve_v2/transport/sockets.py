@@ -179,6 +179,13 @@ class Origin:
     def url(self) -> str:
         return f"{'https' if self.tls else 'http'}://{self.host_header}"
 
+    @property
+    def grpc_url(self) -> str:
+        """The gRPC URL of the same host and port: what to suggest when the port turns out to
+        speak HTTP/2."""
+        shown = f"[{self.host}]" if ":" in self.host else self.host
+        return f"{'grpcs' if self.tls else 'grpc'}://{shown}:{self.port}"
+
     def key(self) -> tuple[bool, str, int]:
         return (self.tls, self.host, self.port)
 

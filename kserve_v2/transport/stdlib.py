@@ -80,10 +80,11 @@ class _Connection:
         timeout: float | None,
         max_head: int,
         max_body: int | None,
+        grpc_url: str | None = None,
     ):
         self.sock = sock
         self.tls = tls
-        self.parser = ResponseParser(max_head, max_body)
+        self.parser = ResponseParser(max_head, max_body, grpc_url=grpc_url)
         self.reused = False
         self.idle_since = 0.0
         # Plain sockets on Linux stay in blocking mode with SO_RCVTIMEO/SO_SNDTIMEO bounding
@@ -412,7 +413,12 @@ class HTTPTransport(PooledTransport[_Pool], ClosesOnExit):
             sock.close()
             raise connect_error(exc, origin, handshake=True) from exc
         return _Connection(
-            sock, origin.tls, timeout, self._max_header_size, self._max_response_size
+            sock,
+            origin.tls,
+            timeout,
+            self._max_header_size,
+            self._max_response_size,
+            origin.grpc_url,
         )
 
     def _exchange(

@@ -243,3 +243,44 @@ def connections_to(port: int) -> int:
             if remote_port == port and fields[9] in inodes:
                 count += 1
     return count
+
+
+# -- one input reused across calls (InferInput.set_data / set_shared_memory) ---------------------
+
+#: The shapes a reused input takes in turn (identity_fp32 takes any rank-2 shape).
+REUSE_SHAPES = ((1, 3), (2, 5), (4, 1))
+
+
+def reuse_data(step: int, shape: tuple[int, ...]) -> Any:
+    import numpy as np
+
+    return (np.arange(int(np.prod(shape)), dtype=np.float32) + 10 * step).reshape(shape)
+
+
+def reuse_one_input(client: Any, region_name: str) -> int:
+    """Infer with one :class:`InferInput` over and over, changing its data and shape, and
+    moving it into a registered system shared-memory region and back; returns the number of
+    inferences checked. ``client`` is a sync :class:`Client` or a :class:`ClientUnderTest`."""
+    import numpy as np
+
+    from kserve_v2 import InferInput
+    from kserve_v2.shm import SystemSharedMemoryRegion
+
+    x = InferInput("INPUT0", np.zeros((1, 1), np.float32))
+    checked = 0
+    with SystemSharedMemoryRegion.create(region_name, 4096) as region:
+        client.register_region(region)
+        try:
+            for step, shape in enumerate(REUSE_SHAPES):
+                data = reuse_data(step, shape)
+                x.set_data(data)
+                out = client.infer("identity_fp32", [x]).as_numpy("OUTPUT0")
+                np.testing.assert_array_equal(out, data)
+                placed = reuse_data(step + 100, shape[::-1])
+                x.set_shared_memory(region.name, region.write(placed), shape=placed.shape)
+                out = client.infer("identity_fp32", [x]).as_numpy("OUTPUT0")
+                np.testing.assert_array_equal(out, placed)
+                checked += 2
+        finally:
+            client.unregister_region(region)
+    return checked

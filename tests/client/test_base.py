@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
 import pytest
@@ -67,3 +68,15 @@ def test_option_checks(url: str, options: dict[str, Any], problem: str) -> None:
 def test_default_grpc_options_are_accepted_with_http() -> None:
     # Shared settings objects may meet HTTP clients: only settings that would be ignored fail.
     Client("http://h:1", grpc=GRPCOptions(), grpc_options={}).close()
+
+
+@pytest.mark.parametrize("cls", [Client, AsyncClient])
+def test_every_request_method_takes_query(cls: type) -> None:
+    """``query=`` is on every method that sends a request: only closing and opening a gRPC
+    stream (which has no URL) are without it."""
+    lacking = {
+        name
+        for name, member in inspect.getmembers(cls, inspect.isfunction)
+        if not name.startswith("_") and "query" not in inspect.signature(member).parameters
+    }
+    assert lacking == {"close" if cls is Client else "aclose", "stream"}

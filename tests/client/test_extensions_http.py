@@ -984,3 +984,57 @@ async def test_metrics_of_an_async_grpc_client(triton: Any) -> None:
         with pytest.raises(InvalidInputError, match="HTTP-only"):
             await client.generate("text_echo", {"text_input": "x"})
     assert families["nv_inference_count"].type == "counter"
+
+
+# =============================================================================================
+# query parameters on every call, live
+# =============================================================================================
+
+#: What every call below adds to its URL, and how it must look on the request line.
+QUERY = {"probe": "q 1", "flag": True}
+QUERY_STRING = "?probe=q+1&flag=true"
+
+
+def test_every_method_puts_the_query_on_the_wire(client: ClientUnderTest, triton: Any) -> None:
+    """Triton ignores query parameters it does not know, so each call is answered as usual;
+    the wire hook shows the query string on every request line."""
+    from kserve_v2.shm import SystemSharedMemoryRegion
+
+    q = {"query": QUERY}
+    x = np.arange(4, dtype=np.float32).reshape(1, 4)
+    assert client.is_server_live(**q)
+    assert client.is_server_ready(**q)
+    assert client.is_model_ready("identity_fp32", **q)
+    assert client.server_metadata(**q).name == "triton"
+    assert client.model_metadata("identity_fp32", **q).name == "identity_fp32"
+    assert client.supports_extension("statistics", **q)
+    result = client.infer("identity_fp32", {"INPUT0": x}, **q)
+    np.testing.assert_array_equal(result.as_numpy("OUTPUT0"), x)
+    assert client.model_config("identity_fp32", **q)["name"] == "identity_fp32"
+    assert client.model_statistics("identity_fp32", **q)["model_stats"]
+    assert client.repository_index(**q)
+    with pytest.raises(ServerError):  # the session server is not in explicit mode
+        client.load_model("no_such_model", **q)
+    with pytest.raises(ServerError):
+        client.unload_model("no_such_model", **q)
+    with SystemSharedMemoryRegion.create(f"q-{client.kind}", 4096) as region:
+        client.register_region(region, **q)
+        assert client.system_shared_memory_status(region.name, **q)[0]["name"] == region.name
+        client.unregister_region(region, **q)
+        client.register_system_shared_memory("q-raw", region.key, 64, **q)
+        client.unregister_system_shared_memory("q-raw", **q)
+    with pytest.raises(ServerError):  # no CUDA in the test server
+        client.register_cuda_shared_memory("q-gpu", bytes(64), 0, 64, **q)
+    client.cuda_shared_memory_status(**q)
+    client.unregister_cuda_shared_memory("q-none", **q)
+    trace = client.trace_settings("identity_fp32", **q)
+    client.update_trace_settings({"log_frequency": trace["log_frequency"]}, **q)
+    log = client.log_settings(**q)
+    client.update_log_settings({"log_verbose_level": log["log_verbose_level"]}, **q)
+    assert client.generate("text_echo", {"text_input": "a b"}, **q)["text_output"] == "a b"
+    events = drain(client, client.generate_stream("text_generate", {"text_input": "a b"}, **q))
+    assert [e["text_output"] for e in events] == ["a", " b"]
+    assert client.metrics(triton.metrics_url, **q)
+    targets = [send.target for send, _ in exchanges(client.seen)]
+    assert len(targets) >= 26
+    assert all(target.endswith(QUERY_STRING) for target in targets), targets

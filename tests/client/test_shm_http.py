@@ -29,7 +29,14 @@ from kserve_v2.extensions import read_shared_memory_output
 from kserve_v2.rest.codec import decode_infer_response
 from kserve_v2.shm import CudaSharedMemoryRegion, SystemSharedMemoryRegion, is_cuda_available
 from kserve_v2.tensors import SharedMemoryPlacement
-from tests.client.conftest import ClientUnderTest, exchanges, json_header
+from tests.client.conftest import (
+    REUSE_SHAPES,
+    ClientUnderTest,
+    exchanges,
+    joined_body,
+    json_header,
+    reuse_one_input,
+)
 
 Connect = Callable[..., ClientUnderTest]
 _names = itertools.count()
@@ -386,3 +393,12 @@ def test_cuda_region_round_trip(client: ClientUnderTest) -> None:
         finally:
             client.unregister_region(region)
         assert client.cuda_shared_memory_status() == []
+
+
+def test_one_input_reused_across_calls_and_placements(client: ClientUnderTest) -> None:
+    assert reuse_one_input(client, f"reuse-{client.kind}") == 2 * len(REUSE_SHAPES)
+    sends = [send for send, _ in exchanges(client.seen) if send.target.endswith("/infer")]
+    assert len(sends) == 2 * len(REUSE_SHAPES)
+    # Data and shared-memory placements alternate on the wire.
+    placed = [b"shared_memory_region" in joined_body(send) for send in sends]
+    assert placed == [False, True] * len(REUSE_SHAPES)

@@ -31,6 +31,7 @@ from kserve_v2.datatypes import Datatype, bf16_bits_to_float32, float32_to_bf16_
 from kserve_v2.grpc import codec
 from kserve_v2.shm import SystemSharedMemoryRegion
 from kserve_v2.testing import TritonServer
+from tests.client.conftest import REUSE_SHAPES, reuse_data, reuse_one_input
 from tests.grpc.conftest import GRPC_TRANSPORTS, make_repository, rest_json
 from tests.strategies import assert_tensor_equal
 
@@ -605,3 +606,70 @@ def test_invalid_input_is_refused_before_sending(client: Client) -> None:
         client.infer("identity_fp32", {"INPUT0": np.ones(2, np.float32)}, headers={"a b": "c"})
     with pytest.raises(InvalidInputError, match="HTTP"):
         client.infer("identity_fp32", {"INPUT0": np.ones((1, 1), np.float32)}, query={"a": "b"})
+
+
+# -- query parameters: HTTP only --------------------------------------------------------------
+
+#: Calls of the gRPC client with ``query=``: each is refused before anything is sent.
+QUERY_CALLS = {
+    "is_server_live": lambda c, q: c.is_server_live(query=q),
+    "model_metadata": lambda c, q: c.model_metadata("identity_fp32", query=q),
+    "model_config": lambda c, q: c.model_config("identity_fp32", query=q),
+    "repository_index": lambda c, q: c.repository_index(query=q),
+    "system_shared_memory_status": lambda c, q: c.system_shared_memory_status(query=q),
+    "update_log_settings": lambda c, q: c.update_log_settings({"log_info": True}, query=q),
+}
+
+
+def test_query_is_refused_over_grpc(grpc_url: str, grpc_transport: str, triton: Any) -> None:
+    seen: list[WireMessage] = []
+    with Client(grpc_url, grpc_transport=grpc_transport, wire_hook=seen.append) as client:
+        for name, call in QUERY_CALLS.items():
+            with pytest.raises(InvalidInputError, match="HTTP only") as info:
+                call(client, {"a": "b"})
+            assert isinstance(info.value, ValueError), name
+        assert seen == []
+        assert client.model_config("identity_fp32", query=None)["name"] == "identity_fp32"
+        # Metrics come over HTTP whatever the client's protocol: the query goes with them.
+        assert client.metrics(triton.metrics_url, query={"a": "b"})
+    assert seen[-1].target == f"{triton.metrics_url}?a=b"
+
+
+async def test_query_is_refused_over_grpc_async(
+    grpc_url: str, grpc_transport: str, triton: Any
+) -> None:
+    seen: list[WireMessage] = []
+    async with AsyncClient(
+        grpc_url, grpc_transport=grpc_transport, wire_hook=seen.append
+    ) as client:
+        for call in QUERY_CALLS.values():
+            with pytest.raises(InvalidInputError, match="HTTP only"):
+                await call(client, {"a": "b"})
+        assert seen == []
+        assert await client.metrics(triton.metrics_url, query={"a": "b"})
+    assert seen[-1].target == f"{triton.metrics_url}?a=b"
+
+
+# -- one input reused across calls ----------------------------------------------------------------
+
+
+def test_one_input_reused_across_calls_and_placements(client: Client) -> None:
+    assert reuse_one_input(client, "reuse-grpc-sync") == 2 * len(REUSE_SHAPES)
+
+
+async def test_one_input_reused_across_calls_and_placements_async(aclient: AsyncClient) -> None:
+    x = InferInput("INPUT0", np.zeros((1, 1), np.float32))
+    with SystemSharedMemoryRegion.create("reuse-grpc-async", 4096) as region:
+        await aclient.register_region(region)
+        try:
+            for step, shape in enumerate(REUSE_SHAPES):
+                data = reuse_data(step, shape)
+                x.set_data(data)
+                out = (await aclient.infer("identity_fp32", [x])).as_numpy("OUTPUT0")
+                np.testing.assert_array_equal(out, data)
+                placed = reuse_data(step + 100, shape[::-1])
+                x.set_shared_memory(region.placement(region.write(placed)), shape=placed.shape)
+                out = (await aclient.infer("identity_fp32", [x])).as_numpy("OUTPUT0")
+                np.testing.assert_array_equal(out, placed)
+        finally:
+            await aclient.unregister_region(region)

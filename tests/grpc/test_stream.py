@@ -113,6 +113,38 @@ def test_stream_iteration_yields_every_response_then_stops(client: Client) -> No
         assert list(stream) == []  # nothing in flight: iteration ends at once
 
 
+def test_a_consumer_started_before_the_first_send_gets_every_response(client: Client) -> None:
+    """A consumer thread iterating the stream before anything was sent waits for the
+    requests, and ends once the sender closed the stream and every answer is in."""
+    with ThreadPoolExecutor(1) as pool:
+        with client.stream() as stream:
+            results = iter(stream)  # nothing sent yet: iterates until the stream is closed
+            consumer = pool.submit(lambda: [(r.id, int(r.as_numpy("IDX")[0])) for r in results])
+            for n, request_id in ((2, "a"), (3, "b"), (1, "c")):
+                stream.send("repeat_decoupled", repeat(n, delay_ms=5), request_id=request_id)
+            # leaving the block closes the sending side once the requests are answered
+        got = consumer.result(timeout=60)
+    assert sorted(got) == [("a", 0), ("a", 1), ("b", 0), ("b", 1), ("b", 2), ("c", 0)]
+    assert [i for r, i in got if r == "b"] == [0, 1, 2]  # in order within a request
+
+
+async def test_a_consumer_task_started_before_the_first_send_gets_every_response(
+    aclient: AsyncClient,
+) -> None:
+    async with aclient.stream() as stream:
+
+        async def consume() -> list[tuple[str, int]]:
+            return [(r.id, int(r.as_numpy("IDX")[0])) async for r in stream]
+
+        consumer = asyncio.ensure_future(consume())
+        await asyncio.sleep(0)  # one turn of the loop: the consumer waits, nothing sent yet
+        for n, request_id in ((2, "a"), (3, "b"), (1, "c")):
+            await stream.send("repeat_decoupled", repeat(n, delay_ms=5), request_id=request_id)
+            await stream.send("repeat_decoupled", repeat(0), request_id=f"{request_id}-none")
+    got = await asyncio.wait_for(consumer, 60)
+    assert sorted(got) == [("a", 0), ("a", 1), ("b", 0), ("b", 1), ("b", 2), ("c", 0)]
+
+
 def test_responses_are_taken_once(client: Client) -> None:
     with client.stream() as stream:
         request = stream.send("repeat_decoupled", repeat(3))

@@ -8,6 +8,7 @@ import asyncio
 import queue
 import threading
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -275,6 +276,43 @@ def test_a_wire_hook_may_close_the_stream_from_the_reader() -> None:
     assert stream.closed
 
 
+def test_an_iteration_made_before_the_first_send_waits_until_the_close() -> None:
+    stream, channel = sync_stream()
+    call = channel.call
+    results = iter(stream)  # made before anything was sent: waits for requests
+    with ThreadPoolExecutor(1) as pool:
+        consumer = pool.submit(lambda: [r.id for r in results])
+        stream.send("m", INPUTS, request_id="a")
+        call.messages.put(response("a"))
+        stream.send("m", INPUTS, request_id="b")  # "a" complete meanwhile: still waiting
+        call.messages.put(response("b", final=False))
+        call.messages.put(response("b"))
+        assert not consumer.done() or consumer.exception() is None
+        closer = threading.Thread(target=stream.close)
+        closer.start()  # close() waits for the final responses, then half-closes
+        assert call.ended_sending.wait(30)
+        call.messages.put(None)
+        closer.join(30)
+        assert consumer.result(timeout=30) == ["a", "b", "b"]
+
+
+def test_iteration_rules_are_explicit_with_responses() -> None:
+    stream, channel = sync_stream()
+    call = channel.call
+    assert list(stream.responses(until_closed=False)) == []  # nothing in flight: ends
+    stream.send("m", INPUTS, request_id="a")
+    call.messages.put(response("a"))
+    assert [r.id for r in stream] == ["a"]  # sent first, then iterated: ends when answered
+    waiting = stream.responses(until_closed=True)
+    closer = threading.Thread(target=stream.close)
+    closer.start()
+    assert call.ended_sending.wait(30)
+    call.messages.put(None)
+    assert list(waiting) == []  # ends once the sending side is closed
+    closer.join(30)
+    assert stream.closed
+
+
 # -------------------------------------------------------------------------------- async
 
 
@@ -339,4 +377,41 @@ async def test_a_cancelled_reader_task_fails_the_requests_in_flight() -> None:
     with pytest.raises(TransportError, match="reader was stopped"):
         await request.results(timeout=30)
     await stream.cancel()
+    assert stream.closed
+
+
+async def test_async_iteration_made_before_the_first_send_waits_until_the_close() -> None:
+    stream, channel = async_stream()
+    call = channel.call
+
+    async def consume() -> list[str]:
+        return [r.id async for r in stream]
+
+    consumer = asyncio.ensure_future(consume())
+    await asyncio.sleep(0)  # one turn of the loop: the consumer is now waiting, nothing sent
+    assert not consumer.done()
+    await stream.send("m", INPUTS, request_id="a")
+    call.messages.put_nowait(response("a"))
+    await stream.send("m", INPUTS, request_id="b")
+    call.messages.put_nowait(response("b"))
+    closing = asyncio.ensure_future(stream.aclose())
+    await asyncio.wait_for(call.ended_sending.wait(), 30)
+    call.messages.put_nowait(None)
+    await closing
+    assert await asyncio.wait_for(consumer, 30) == ["a", "b"]
+
+
+async def test_async_iteration_rules_are_explicit_with_responses() -> None:
+    stream, channel = async_stream()
+    call = channel.call
+    assert [r async for r in stream.responses(until_closed=False)] == []
+    await stream.send("m", INPUTS, request_id="a")
+    call.messages.put_nowait(response("a"))
+    assert [r.id async for r in stream] == ["a"]
+    waiting = stream.responses(until_closed=True)
+    closing = asyncio.ensure_future(stream.aclose())
+    await asyncio.wait_for(call.ended_sending.wait(), 30)
+    call.messages.put_nowait(None)
+    assert [r async for r in waiting] == []
+    await closing
     assert stream.closed

@@ -585,7 +585,7 @@ def test_http1_answer(serve: Serve, connect: Connect) -> None:
 
     server = serve(handler)
     client = connect(server)
-    with pytest.raises(ProtocolError, match=r"HTTP/1\.x"):
+    with pytest.raises(ProtocolError, match=r"this port speaks HTTP/1\.1 — did you mean http://"):
         client.live()
     assert client.live() is True
 

@@ -161,7 +161,7 @@ class _CallbackStream:
                 self._taken = self._sent
                 self._idle = False
             try:
-                for native in self._stream:
+                for native in self._stream.responses(until_closed=False):
                     with self._cond:
                         result = self._requests.shown(native)
                     if result is not None:

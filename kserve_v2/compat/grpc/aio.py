@@ -120,7 +120,7 @@ class InferenceServerClient(AsyncGRPCMethods):
                 while True:
                     snapshot = state.sent
                     try:
-                        async for native in stream:
+                        async for native in stream.responses(until_closed=False):
                             item = state.requests.shown(native)
                             if item is not None:
                                 yield item, None

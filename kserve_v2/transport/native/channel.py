@@ -139,7 +139,7 @@ class NativeGRPCChannel(_NativeChannel[NativeStreamCall]):
                 raise
             except (OSError, ssl.SSLError) as exc:
                 conn.close()
-                raise settings.lost_error(exc) from exc
+                raise settings.lost_error(exc, conn.h2.got_bytes) from exc
             except BaseException:
                 conn.close()
                 raise

@@ -206,6 +206,7 @@ class ChannelSettings:
         "connect_timeout",
         "headers",
         "host",
+        "http_url",
         "port",
         "receive_limit",
         "send_limit",
@@ -230,6 +231,9 @@ class ChannelSettings:
         self.headers = RequestHeaders(
             scheme="https" if config.secure else "http", authority=config.target
         )
+        #: The HTTP URL of the same host and port, suggested when it turns out to speak
+        #: HTTP/1.1 (the client's URL names the server's HTTP port).
+        self.http_url = f"{'https' if config.secure else 'http'}://{config.target}"
         self.send_limit = _option(config, "grpc.max_send_message_length")
         self.receive_limit = _option(config, "grpc.max_receive_message_length")
 
@@ -305,7 +309,20 @@ class ChannelSettings:
 
     # -- errors that name the channel
 
-    def lost_error(self, exc: BaseException | None) -> TransportError:
+    def lost_error(self, exc: BaseException | None, answered: bool = True) -> TransportError:
+        """The error of a connection lost with ``exc``; ``answered``: whether the server had
+        sent anything. An HTTP/2 server sends its SETTINGS at once, unasked; a server that
+        closes without a byte in answer to the HTTP/2 preface is most likely an HTTP/1.1
+        server (Triton's HTTP port does so), or a TLS one."""
+        if not answered:
+            hint = f"this port probably speaks HTTP/1.1 — did you mean {self.http_url}?"
+            if self.ssl is None:
+                hint += f" (or, if it wants TLS, grpcs://{self.target})"
+            return TransportError(
+                f"gRPC UNAVAILABLE: {self.target} closed the connection without answering "
+                f"the HTTP/2 preface: {hint}",
+                url=self.url,
+            )
         return TransportError(
             f"gRPC UNAVAILABLE: connection to {self.target} lost" + (f": {exc}" if exc else ""),
             url=self.url,
@@ -369,7 +386,7 @@ class SyncConnection:
         self.sock = sock
         self.settings = settings
         self.tls = settings.ssl is not None
-        self.h2 = H2Connection()
+        self.h2 = H2Connection(http_url=settings.http_url)
         self._buffer = bytearray(_RECV_SIZE)
         self._view = memoryview(self._buffer)
         # The socket's timeout is 0 (poll_events) until a blocking use re-arms it; switching
@@ -586,7 +603,7 @@ class AsyncConnection(asyncio.Protocol):
     def __init__(
         self, settings: ChannelSettings, on_retire: Callable[[AsyncConnection], None]
     ) -> None:
-        self.h2 = H2Connection()
+        self.h2 = H2Connection(http_url=settings.http_url)
         self.settings = settings
         self.transport: asyncio.Transport | None = None
         self._on_retire = on_retire
@@ -706,7 +723,7 @@ class AsyncConnection(asyncio.Protocol):
             self._abort_timer.cancel()
         if not self.gone.done():
             self.gone.set_result(None)
-        error = self.settings.lost_error(exc)
+        error = self.settings.lost_error(exc, self.h2.got_bytes)
         if self.lost is None:  # a protocol error that closed it stays the reason
             self.lost = error
         self.retire()

@@ -354,16 +354,18 @@ class NativeStreamCall(_StreamCall):
             self._dispatch(events)
             if not self._finished and conn.h2.has_data_to_send:
                 self._flush()  # WINDOW_UPDATE, PING and SETTINGS acknowledgements
-        except ConnectionClosed:
+        except ConnectionClosed as exc:
             self._finish(
                 "UNAVAILABLE",
                 TransportError(
                     "gRPC UNAVAILABLE: the server closed the connection during the stream",
                     url=self._url,
-                ),
+                )
+                if conn.h2.got_bytes
+                else self._settings.lost_error(exc, False),
             )
         except OSError as exc:
-            self._finish("UNAVAILABLE", self._settings.lost_error(exc))
+            self._finish("UNAVAILABLE", self._settings.lost_error(exc, conn.h2.got_bytes))
         except KServeError as exc:
             if not self._finished:
                 self._reset(ErrorCode.PROTOCOL_ERROR)
