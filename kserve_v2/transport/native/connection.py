@@ -26,7 +26,7 @@ import socket
 import ssl
 import time
 from collections.abc import Callable, Mapping
-from typing import Final
+from typing import Final, cast
 
 from kserve_v2.datatypes import BytesLike
 from kserve_v2.errors import (
@@ -704,8 +704,8 @@ class AsyncConnection(asyncio.Protocol):
     # -- asyncio.Protocol
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self.transport = transport
+        # Not isinstance-checked: uvloop's transports do not derive from asyncio.Transport.
+        self.transport = cast(asyncio.Transport, transport)
         self.h2.initiate()
         self.flush()
 
