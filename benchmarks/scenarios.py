@@ -6,7 +6,7 @@ measure, and nothing else.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 __all__ = [
     "CLIENTS",
@@ -48,7 +48,10 @@ class Scenario:
     over one gRPC stream). ``shared_memory`` (``identity`` only): the input and the output
     travel through two system shared-memory regions registered once per worker instead of
     over the socket. ``concurrency`` > 1 runs that many requests in flight with the
-    asyncio clients; 1 runs the synchronous clients one request after the other.
+    asyncio clients; 1 runs the synchronous clients one request after the other, unless
+    ``asyncio`` (the asyncio clients, one request after the other: ``AsyncClient.stream()``
+    against ``tritonclient.grpc.aio``'s ``stream_infer``). ``loop``: the event loop of the
+    asyncio clients, ``"asyncio"`` or ``"uvloop"`` (the same for both clients).
     ``requests`` / ``quick_requests``: timed operations per worker (requests, or streamed
     requests for ``stream``), full run / ``--quick``; ``warmup``: untimed ones before them.
     """
@@ -64,7 +67,14 @@ class Scenario:
     tensor_bytes: int = 0
     stream_repeat: int = 0
     shared_memory: bool = False
+    asyncio: bool = False
+    loop: str = "asyncio"
     targets: tuple[Target, ...] = ()
+
+    @property
+    def is_async(self) -> bool:
+        """Whether the asyncio clients run it."""
+        return self.concurrency > 1 or self.asyncio
 
     @property
     def model(self) -> str:
@@ -102,6 +112,16 @@ def _identity(protocol: str, mib: int, targets: tuple[Target, ...] = ()) -> Scen
     )
 
 
+def _on_uvloop(scenario: Scenario) -> Scenario:
+    """The same asyncio scenario on uvloop (both clients), named ``<name>-uvloop``."""
+    return replace(
+        scenario,
+        name=f"{scenario.name}-uvloop",
+        description=f"{scenario.description}, on uvloop",
+        loop="uvloop",
+    )
+
+
 def _shm_identity(protocol: str, mib: int) -> Scenario:
     # No targets: the issue asks for the side-by-side numbers only. Without the tensor on the
     # socket a 16 MiB round trip takes ~10 ms, so more requests than _identity's fit.
@@ -118,6 +138,43 @@ def _shm_identity(protocol: str, mib: int) -> Scenario:
     )
 
 
+_HTTP_ASYNC_16 = Scenario(
+    name="http-async-16",
+    protocol="http",
+    kind="small",
+    description="`simple`, two [1,16] INT32, binary, 16 in flight (asyncio clients)",
+    requests=4000,
+    quick_requests=200,
+    warmup=64,
+    concurrency=16,
+    targets=(Target("cpu_us", "<=", 0.5),),
+)
+_GRPC_ASYNC_16 = Scenario(
+    name="grpc-async-16",
+    protocol="grpc",
+    kind="small",
+    description="`simple`, two [1,16] INT32, 16 in flight (asyncio clients)",
+    requests=4000,
+    quick_requests=200,
+    warmup=64,
+    concurrency=16,
+    targets=(Target("cpu_us", "<=", 0.5),),
+)
+_GRPC_STREAM_ASYNC = Scenario(
+    name="grpc-stream-async",
+    protocol="grpc",
+    kind="stream",
+    description="`repeat_decoupled`, 1000 responses per request over one stream "
+    "(asyncio clients: `AsyncClient.stream()`, tritonclient.grpc.aio's `stream_infer`)",
+    requests=5,
+    quick_requests=1,
+    warmup=1,
+    stream_repeat=1000,
+    asyncio=True,
+    targets=(Target("units_per_s", ">=", 1.5),),
+)
+
+
 SCENARIOS: tuple[Scenario, ...] = (
     # -- HTTP/REST (issue 3) -------------------------------------------------------------------
     Scenario(
@@ -130,17 +187,8 @@ SCENARIOS: tuple[Scenario, ...] = (
         warmup=100,
         targets=(Target("cpu_us", "<=", 0.6),),
     ),
-    Scenario(
-        name="http-async-16",
-        protocol="http",
-        kind="small",
-        description="`simple`, two [1,16] INT32, binary, 16 in flight (asyncio clients)",
-        requests=4000,
-        quick_requests=200,
-        warmup=64,
-        concurrency=16,
-        targets=(Target("cpu_us", "<=", 0.5),),
-    ),
+    _HTTP_ASYNC_16,
+    _on_uvloop(_HTTP_ASYNC_16),
     _identity("http", 1),
     _identity("http", 16),
     _identity("http", 64, (Target("cpu_us", "<=", 0.5), Target("peak_rss_mib", "<=", 0.7))),
@@ -155,16 +203,8 @@ SCENARIOS: tuple[Scenario, ...] = (
         warmup=100,
         targets=(Target("cpu_us", "<=", 0.8),),
     ),
-    Scenario(
-        name="grpc-async-16",
-        protocol="grpc",
-        kind="small",
-        description="`simple`, two [1,16] INT32, 16 in flight (asyncio clients)",
-        requests=4000,
-        quick_requests=200,
-        warmup=64,
-        concurrency=16,
-    ),
+    _GRPC_ASYNC_16,
+    _on_uvloop(_GRPC_ASYNC_16),
     _identity("grpc", 1),
     _identity("grpc", 16),
     _identity("grpc", 64, (Target("cpu_us", "<=", 0.6), Target("peak_rss_mib", "<=", 0.7))),
@@ -179,6 +219,8 @@ SCENARIOS: tuple[Scenario, ...] = (
         stream_repeat=1000,
         targets=(Target("units_per_s", ">=", 1.5),),
     ),
+    _GRPC_STREAM_ASYNC,
+    _on_uvloop(_GRPC_STREAM_ASYNC),
     # -- system shared memory, both protocols ------------------------------------------------
     _shm_identity("http", 16),
     _shm_identity("grpc", 16),

@@ -24,6 +24,7 @@ are unregistered and destroyed at the end.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import json
 import os
@@ -31,7 +32,7 @@ import queue
 import resource
 import sys
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
@@ -205,6 +206,25 @@ async def _kserve_async(
     client = kserve_v2.AsyncClient(url, **_kserve_kwargs(url))
     model, names = scenario.model, _output_names(scenario)
 
+    if scenario.kind == "stream":
+        # As in _kserve_sync: one stream for the whole run, one request per operation.
+        stream = client.stream()
+
+        async def stream_op() -> Arrays:
+            count, last = 0, None
+            async for result in await stream.send(model, inputs, outputs=names):
+                if result.outputs:
+                    last = [result.as_numpy(name) for name in names]
+                    count += 1
+            assert last is not None
+            return [np.array([count]), *last]
+
+        async def close() -> None:
+            await stream.aclose()
+            await client.aclose()
+
+        return stream_op, close
+
     async def op() -> Arrays:
         result = await client.infer(model, inputs, outputs=names)
         return [result.as_numpy(name) for name in names]
@@ -368,12 +388,57 @@ async def _triton_async(
     build_request = _triton_request_factory(module, scenario, inputs)
     model, names = scenario.model, _output_names(scenario)
 
+    if scenario.kind == "stream":
+        return _triton_async_stream(client, build_request, model, names, scenario.stream_repeat)
+
     async def op() -> Arrays:
         infer_inputs, outputs = build_request()
         result = await client.infer(model, infer_inputs, outputs=outputs)
         return [result.as_numpy(name) for name in names]
 
     return op, client.close
+
+
+def _triton_async_stream(
+    client: Any,
+    build_request: Callable[[], tuple[list[Any], list[Any]]],
+    model: str,
+    names: list[str],
+    repeat: int,
+) -> tuple[AsyncOp, Callable[[], Any]]:
+    """tritonclient.grpc.aio's side of an async stream scenario: one ``stream_infer`` for the
+    whole run, fed from a queue; each operation queues one request and reads its ``repeat``
+    responses. (``stream_infer`` cannot ask for Triton's empty final response, which
+    ``_triton_sync`` waits for: its ``parameters`` refuse the reserved name.)"""
+    requests: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
+
+    async def request_iterator() -> Any:
+        while (request := await requests.get()) is not None:
+            yield request
+
+    responses = client.stream_infer(request_iterator()).__aiter__()
+
+    async def stream_op() -> Arrays:
+        infer_inputs, outputs = build_request()
+        requests.put_nowait({"model_name": model, "inputs": infer_inputs, "outputs": outputs})
+        count, last = 0, None
+        while count < repeat:
+            result, error = await responses.__anext__()
+            if error is not None:
+                raise error
+            if result.get_response().outputs:
+                last = [result.as_numpy(name) for name in names]
+                count += 1
+        assert last is not None
+        return [np.array([count]), *last]
+
+    async def close() -> None:
+        requests.put_nowait(None)  # ends the request iterator: the stream half-closes
+        with contextlib.suppress(StopAsyncIteration):
+            await responses.__anext__()
+        await client.close()
+
+    return stream_op, close
 
 
 # -- drivers --------------------------------------------------------------------------------------
@@ -485,6 +550,22 @@ async def _measure_async(
     return {**times, "latencies_s": latencies, "baseline_rss": baseline}
 
 
+def _run_on_loop(main: Coroutine[Any, Any, dict[str, Any]], loop: str) -> dict[str, Any]:
+    """``asyncio.run(main)`` on the scenario's event loop: asyncio's, or uvloop's."""
+    if loop == "uvloop":
+        import uvloop
+
+        new_loop: Callable[[], asyncio.AbstractEventLoop] = uvloop.new_event_loop
+    else:
+        new_loop = asyncio.new_event_loop
+    event_loop = new_loop()
+    try:
+        return event_loop.run_until_complete(main)
+    finally:
+        event_loop.run_until_complete(event_loop.shutdown_asyncgens())
+        event_loop.close()
+
+
 def _versions(client: str) -> dict[str, str]:
     from importlib.metadata import version
 
@@ -499,7 +580,7 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
     inputs = _inputs(scenario)
     expected = _expected(scenario, inputs)  # views of the inputs where possible: no extra RSS
 
-    if scenario.concurrency > 1:
+    if scenario.is_async:
         if client == "kserve-v2":
             url = http_url if scenario.protocol == "http" else f"grpc://{grpc_url}"
 
@@ -511,7 +592,9 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
             async def make() -> tuple[AsyncOp, Callable[[], Any]]:
                 return await _triton_async(scenario, inputs, http_url, grpc_url)
 
-        result = asyncio.run(_measure_async(scenario, make, requests, warmup, expected))
+        result = _run_on_loop(
+            _measure_async(scenario, make, requests, warmup, expected), scenario.loop
+        )
     else:
         reset: Hook | None = None
         if client == "kserve-v2":

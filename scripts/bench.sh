@@ -10,7 +10,7 @@
 # written to benchmarks/results.md (unless --list/--help, or --output elsewhere).
 #
 # Environments:
-#   .venv-bench   the benchmark's own: kserve-v2 (editable, grpc+httpx extras) next to
+#   .venv-bench   the benchmark's own: kserve-v2 (editable, grpc+httpx+uvloop extras) next to
 #                 tritonclient[http,grpc]==2.73.0 and psutil. Kept apart so that .venv (the
 #                 client's tests) never sees tritonclient.
 #   .venv-triton  the Triton server's, made by scripts/setup.sh when missing or unusable.
@@ -26,7 +26,7 @@ cd "$ROOT"
 VENV=".venv-bench"
 MARKER=".kserve-v2-bench"
 TRITONCLIENT_SPEC="tritonclient[http,grpc]==2.73.0"
-EXTRAS="grpc,httpx"
+EXTRAS="grpc,httpx,uvloop"
 RESULTS="benchmarks/results.md"
 
 export PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_INPUT=1 PIP_PROGRESS_BAR=off
@@ -57,7 +57,7 @@ pyproject_hash="$("$PY" -c 'import hashlib, sys
 print(hashlib.sha256(open(sys.argv[1], "rb").read()).hexdigest())' pyproject.toml)"
 want="$(printf '%s\n' "pip install -e .[$EXTRAS] $TRITONCLIENT_SPEC psutil" \
     "pyproject.toml=$pyproject_hash" "python=$("$PY" -c 'import sys; print(sys.version.split()[0])')")"
-bench_check=("$VENV/bin/python" -c 'import kserve_v2, tritonclient.http, tritonclient.grpc, psutil')
+bench_check=("$VENV/bin/python" -c 'import kserve_v2, tritonclient.http, tritonclient.grpc, psutil, uvloop')
 if [[ "${FORCE:-0}" != 1 && -f "$VENV/$MARKER" && "$(cat "$VENV/$MARKER")" == "$want" ]] \
     && "${bench_check[@]}" >/dev/null 2>&1; then
     log "$VENV is up to date"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Create (or bring up to date) the virtual environments of this checkout:
 #
-#   .venv           the client: kserve-v2 editable with its test/httpx/grpc/dev extras, numpy 2
+#   .venv           the client: kserve-v2 editable with its test/httpx/grpc/dev/uvloop extras, numpy 2
 #   .venv-triton    the server: numpy<2, then nvidia-pytriton==0.7.0 (Triton 2.51) with --no-deps
 #   .venv-kserve    KServe's Python model server (kserve 0.21.0), pinned by
 #                   tests/peers/kserve-requirements.txt
@@ -35,7 +35,7 @@ MARKER=".kserve-v2-setup"
 TRITON_SPEC="nvidia-pytriton==0.7.0"
 SERVER_NUMPY_SPEC="numpy<2"
 CLIENT_NUMPY_SPEC="numpy>=2"
-CLIENT_EXTRAS="test,httpx,grpc,dev"
+CLIENT_EXTRAS="test,httpx,grpc,dev,uvloop"
 
 export PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_INPUT=1 PIP_PROGRESS_BAR=off
 

@@ -17,7 +17,7 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 export PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_INPUT=1 PIP_PROGRESS_BAR=off
 read -r -a PYTHONS <<<"${TEST_PYTHONS:-3.10 3.13}"
-EXTRAS="test,grpc,httpx"
+EXTRAS="test,grpc,httpx,uvloop"
 if [[ $# -gt 0 ]]; then
     PYTEST_ARGS=("$@")
 else

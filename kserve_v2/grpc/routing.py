@@ -51,6 +51,7 @@ if TYPE_CHECKING:
     from kserve_v2.messages import ServerMetadata
 
 __all__ = [
+    "READ_AHEAD",
     "READER_NAME",
     "STREAM_METHOD",
     "Entry",
@@ -75,6 +76,12 @@ __all__ = [
 STREAM_METHOD: Final = SERVICE + "ModelStreamInfer"
 #: Name (prefix) of the sync streams' reader threads and the async streams' reader tasks.
 READER_NAME: Final = "kserve-v2 stream reader"
+#: How far a stream's reader runs ahead of its consumers: beyond this many bytes of responses
+#: delivered and not taken it stops reading the call until they catch up, and the call's
+#: flow-control window then holds the server back (a consumer that stops reading does not
+#: grow memory without end). A consumer that waits for one request while another request's
+#: responses fill this much is not served until those are taken.
+READ_AHEAD: Final = 16 << 20
 _EMPTY_FINAL: Final = "triton_enable_empty_final_response"
 
 
@@ -86,6 +93,7 @@ class Entry:
     result: InferResult | None
     error: ServerError | None
     seq: int = 0
+    size: int = 0  # bytes of the message it was decoded from
 
     def unwrap(self) -> InferResult:
         if self.error is not None:
@@ -114,6 +122,8 @@ class Router:
         self._placements: dict[str, codec.Placements] = {}
         self.ended = False
         self.error: KServeError | None = None
+        #: Bytes of the messages of the responses buffered (delivered, not taken yet).
+        self.buffered = 0
 
     @property
     def pending(self) -> int:
@@ -142,7 +152,8 @@ class Router:
         self._placements.pop(request_id, None)
         self._collect(request_id)
 
-    def deliver(self, event: codec.StreamEvent) -> None:
+    def deliver(self, event: codec.StreamEvent, size: int = 0) -> None:
+        """Buffer a response (``size``: the bytes of its message, see :attr:`buffered`)."""
         request_id = event.request_id
         if event.complete:
             self._pending.discard(request_id)
@@ -151,8 +162,9 @@ class Router:
             self._collect(request_id)  # it only said "complete"
             return
         seq = next(self._seq)
-        self._order[seq] = Entry(request_id, event.result, event.error, seq)
+        self._order[seq] = Entry(request_id, event.result, event.error, seq, size)
         self._queues.setdefault(request_id, deque()).append(seq)
+        self.buffered += size
 
     def give_back(self, entries: list[Entry]) -> None:
         """Put taken entries back where they were (a wait that timed out loses nothing).
@@ -164,6 +176,7 @@ class Router:
         for entry in entries:
             self._order[entry.seq] = entry
             self._queues.setdefault(entry.request_id, deque()).append(entry.seq)
+            self.buffered += entry.size
         self._order = OrderedDict(sorted(self._order.items()))
         for request_id in {entry.request_id for entry in entries}:
             self._queues[request_id] = deque(sorted(self._queues[request_id]))
@@ -184,6 +197,7 @@ class Router:
         # The earliest response overall is the earliest of its request too.
         self._queues[entry.request_id].popleft()
         self._collect(entry.request_id)
+        self.buffered -= entry.size
         return entry
 
     def take_for(self, request_id: str) -> Entry | None:
@@ -192,6 +206,7 @@ class Router:
             return None
         entry = self._order.pop(queue_.popleft())
         self._collect(request_id)
+        self.buffered -= entry.size
         return entry
 
     def done(self, request_id: str | None) -> bool:

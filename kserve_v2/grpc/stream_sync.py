@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from kserve_v2.arguments import InputsArg, OutputsArg, check_compression, check_timeout
 from kserve_v2.concurrency import Background, Condition, Lock
 from kserve_v2.errors import KServeError, TransportError
-from kserve_v2.grpc import codec
+from kserve_v2.grpc import codec, routing
 from kserve_v2.grpc.backend import triton_only_parameter
 from kserve_v2.grpc.routing import (
     READER_NAME,
@@ -152,6 +152,7 @@ class GRPCStream:
         self._cancelled = False
         self._closed = False
         self._sent_any = False  # a request was sent (or is being sent) on this stream
+        self._reader_waits = False  # the reader is held back by routing.READ_AHEAD
         self._started = time.perf_counter()
 
     # -- the reader --------------------------------------------------------------------------
@@ -192,8 +193,16 @@ class GRPCStream:
                 hook_event(hook, "receive", data, self._started)
                 event = codec.decode_stream_response(data, router.placements)
                 with cond:
-                    router.deliver(event)
+                    router.deliver(event, len(data))
                     cond.notify_all()
+                    # Consumers fell behind: read on once they caught up (or the stream is
+                    # closing: close() waits for the responses, which stay for reading).
+                    while router.buffered > routing.READ_AHEAD and not (
+                        self._half_closed or self._cancelled
+                    ):
+                        self._reader_waits = True
+                        cond.wait()
+                    self._reader_waits = False
             status = call.status or "OK"
         except KServeError as exc:
             error, status = reader_failure(call, exc)
@@ -323,6 +332,8 @@ class GRPCStream:
             while True:
                 entry = router.take(request_id)
                 if entry is not None:
+                    if self._reader_waits and router.buffered <= routing.READ_AHEAD:
+                        cond.notify_all()  # the reader may go on
                     return entry
                 if router.done(request_id) and not (
                     until_closed and not self._half_closed and not router.ended
@@ -429,7 +440,9 @@ class GRPCStream:
         deadline = None if wait is None else time.monotonic() + wait
         with self._cond:
             self._half_closed = True
-            self._cond.notify_all()  # consumers waiting for more requests (until_closed)
+            # Consumers waiting for more requests (until_closed), and a reader held back by
+            # READ_AHEAD, go on.
+            self._cond.notify_all()
         with self._open_lock:
             call, reader = self._call, self._reader
         if call is None or reader is None:  # never opened

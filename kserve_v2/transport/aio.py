@@ -16,6 +16,7 @@ import sys
 from collections import deque
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import cast
 
 from kserve_v2.errors import (
     DeadlineExceededError,
@@ -80,8 +81,8 @@ class _Connection(asyncio.BufferedProtocol):
     # -- protocol callbacks (run by the event loop) -------------------------------------------
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self.transport = transport
+        # Not isinstance-checked: uvloop's transports do not derive from asyncio.Transport.
+        self.transport = cast(asyncio.Transport, transport)
 
     def get_buffer(self, sizehint: int) -> memoryview:
         return self.parser.get_buffer()

@@ -5,7 +5,8 @@ The set-ups (``kind``):
 * ``sync-stdlib``: :class:`Client` with its default transport (stdlib sockets);
 * ``sync-httpx``: :class:`Client` over an :class:`HTTPXTransport`;
 * ``async-asyncio``: :class:`AsyncClient` with its default transport (asyncio);
-* ``async-httpx``: :class:`AsyncClient` over an :class:`AsyncHTTPXTransport`.
+* ``async-httpx``: :class:`AsyncClient` over an :class:`AsyncHTTPXTransport`;
+* ``async-uvloop``: ``async-asyncio`` on uvloop (skipped where uvloop is not installed).
 
 :class:`ClientUnderTest` wraps any of them so a test body reads the same for all four: the
 async clients' coroutines are run to completion on an event loop owned by the wrapper. Clients
@@ -28,9 +29,10 @@ import pytest
 
 from kserve_v2 import AsyncClient, Client, WireMessage
 from kserve_v2.endpoint import parse_url
+from tests.loops import HAS_UVLOOP, loop_factories, loop_of, new_event_loop
 
 SYNC_KINDS = ("sync-stdlib", "sync-httpx")
-ASYNC_KINDS = ("async-asyncio", "async-httpx")
+ASYNC_KINDS = ("async-asyncio", "async-httpx", "async-uvloop")
 KINDS = SYNC_KINDS + ASYNC_KINDS
 
 # Client options that a transport passed in must be given itself (the client applies only
@@ -64,7 +66,9 @@ class ClientUnderTest:
         }
         endpoint = parse_url(url)
         origin = f"{endpoint.scheme}://{endpoint.authority}"
-        self._loop = asyncio.new_event_loop() if self.is_async else None
+        if loop_of(kind) == "uvloop" and not HAS_UVLOOP:
+            pytest.skip("uvloop is not installed")
+        self._loop = new_event_loop(loop_of(kind)) if self.is_async else None
         self.transport: Any = None
         try:
             self.client: Any = self.run(self._open(origin, url, options, transport_options))
@@ -284,3 +288,11 @@ def reuse_one_input(client: Any, region_name: str) -> int:
         finally:
             client.unregister_region(region)
     return checked
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_asyncio_loop_factories(
+    config: pytest.Config, item: pytest.Item
+) -> dict[str, Callable[[], asyncio.AbstractEventLoop]]:
+    """``async def`` tests here run on asyncio's loop and on uvloop (see tests/loops.py)."""
+    return loop_factories()

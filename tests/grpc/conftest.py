@@ -3,12 +3,13 @@ for the extra servers (each model costs a Python-backend process at start-up), R
 
 from __future__ import annotations
 
+import asyncio
 import json
 import shutil
 import threading
 import urllib.error
 import urllib.request
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,7 @@ import pytest
 from kserve_v2 import AsyncClient, Client
 from kserve_v2.testing import TritonServer
 from tests.conftest import MODELS_DIR
+from tests.loops import loop_factories
 
 #: Name prefix of the stream reader threads (none may outlive its stream).
 READER_THREAD = "kserve-v2 stream reader"
@@ -68,3 +70,11 @@ def client(grpc_url: str, grpc_transport: str) -> Iterator[Client]:
 async def aclient(grpc_url: str, grpc_transport: str) -> AsyncIterator[AsyncClient]:
     async with AsyncClient(grpc_url, grpc_transport=grpc_transport) as c:
         yield c
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_asyncio_loop_factories(
+    config: pytest.Config, item: pytest.Item
+) -> dict[str, Callable[[], asyncio.AbstractEventLoop]]:
+    """``async def`` tests here run on asyncio's loop and on uvloop (see tests/loops.py)."""
+    return loop_factories()

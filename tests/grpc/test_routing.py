@@ -160,3 +160,24 @@ def test_deadlines() -> None:
         remaining(past, "a")
     with pytest.raises(DeadlineExceededError, match="stream responses"):
         remaining(past, None)
+
+
+def test_router_counts_the_bytes_it_buffers() -> None:
+    """``buffered`` follows what is delivered and not taken (a stream's reader stops reading
+    above its read-ahead bound): taken, given back, hidden empty finals count nothing."""
+    router = Router(show_empty_final=False)
+    router.register("a")
+    router.register("b")
+    router.deliver(event("a", False), 100)
+    router.deliver(event("b", False), 10)
+    router.deliver(event("a", True, outputs=0), 7)  # an empty final: hidden, not buffered
+    assert router.buffered == 110
+    first = router.take_any()
+    assert first is not None
+    assert first.size == 100
+    assert router.buffered == 10
+    router.give_back([first])
+    assert router.buffered == 110
+    assert router.take_for("b") is not None
+    assert router.take_for("a") is not None
+    assert router.buffered == 0

@@ -28,6 +28,7 @@ from kserve_v2 import (
     TransportError,
     WireMessage,
 )
+from kserve_v2.grpc import routing
 from kserve_v2.grpc.codec import generated
 from kserve_v2.shm import SystemSharedMemoryRegion
 from tests.conftest import unwatch, watch
@@ -793,3 +794,32 @@ def test_no_reader_thread_survives_the_module() -> None:
     while reader_threads() and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not reader_threads(), [t.name for t in threading.enumerate()]
+
+
+def test_a_consumer_that_falls_behind_holds_the_reader_back(
+    client: Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The reader stops reading while the responses not taken exceed READ_AHEAD (then the
+    call's flow-control window holds the server back): with a bound of one byte it runs at
+    most one response ahead of the consumer, and every response still arrives."""
+    monkeypatch.setattr(routing, "READ_AHEAD", 1)
+    with client.stream() as stream:
+        request = stream.send("repeat_decoupled", repeat(200))
+        seen = []
+        for result in request:
+            seen.append(result.as_numpy("IDX")[0])
+            assert stream._router.buffered <= 1 + 4096  # one response of a few hundred bytes
+        assert seen == list(range(200))
+
+
+async def test_a_consumer_that_falls_behind_holds_the_reader_back_async(
+    aclient: AsyncClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(routing, "READ_AHEAD", 1)
+    async with aclient.stream() as stream:
+        request = await stream.send("repeat_decoupled", repeat(200))
+        seen = []
+        async for result in request:
+            seen.append(result.as_numpy("IDX")[0])
+            assert stream._router.buffered <= 1 + 4096
+        assert seen == list(range(200))

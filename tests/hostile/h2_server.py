@@ -50,6 +50,7 @@ from kserve_v2.h2.frames import (
     parse_frame_header,
 )
 from kserve_v2.h2.hpack import Decoder, Encoder
+from tests.loops import loop_of, new_event_loop
 
 LIVE = "/inference.GRPCInferenceService/ServerLive"
 #: A ServerLiveResponse with live=True.
@@ -483,7 +484,7 @@ class Runner:
         if mode == "sync":
             self._client = Client(url, **options)
         else:
-            self._loop = asyncio.new_event_loop()
+            self._loop = new_event_loop(loop_of(mode))  # "async" or "async-uvloop"
 
             async def make() -> AsyncClient:
                 return AsyncClient(url, **options)

@@ -16,12 +16,20 @@ from kserve_v2.transport import (
     HTTPTransport,
 )
 from kserve_v2.transport.httpx import AsyncHTTPXTransport, HTTPXTransport
+from tests.loops import NO_UVLOOP, loop_factories, loop_of, new_event_loop
 from tests.transport.servers import Certs, Handler, RawServer, make_certs
 
 T = TypeVar("T")
 
-KINDS = ["stdlib", "aio", "httpx", "ahttpx"]
-ASYNC_KINDS = {"aio", "ahttpx"}
+#: The HTTP transports; ``aio-uvloop`` is the asyncio one on uvloop (skipped without it).
+KINDS = [
+    "stdlib",
+    "aio",
+    pytest.param("aio-uvloop", marks=NO_UVLOOP),
+    "httpx",
+    "ahttpx",
+]
+ASYNC_KINDS = {"aio", "aio-uvloop", "ahttpx"}
 
 
 class Runner:
@@ -37,12 +45,13 @@ class Runner:
         self.loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         if kind in ASYNC_KINDS:
-            self.loop = asyncio.new_event_loop()
+            self.loop = new_event_loop(loop_of(kind))
             self._thread = threading.Thread(target=self.loop.run_forever, daemon=True)
             self._thread.start()
         factory: dict[str, Callable[..., Any]] = {
             "stdlib": HTTPTransport,
             "aio": AsyncHTTPTransport,
+            "aio-uvloop": AsyncHTTPTransport,
             "httpx": HTTPXTransport,
             "ahttpx": AsyncHTTPXTransport,
         }
@@ -146,3 +155,11 @@ def serve() -> Iterator[Callable[..., RawServer]]:
 @pytest.fixture(scope="session")
 def certs(tmp_path_factory: pytest.TempPathFactory) -> Certs:
     return make_certs(tmp_path_factory.mktemp("certs"))
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_asyncio_loop_factories(
+    config: pytest.Config, item: pytest.Item
+) -> dict[str, Callable[[], asyncio.AbstractEventLoop]]:
+    """``async def`` tests here run on asyncio's loop and on uvloop (see tests/loops.py)."""
+    return loop_factories()

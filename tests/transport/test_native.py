@@ -71,6 +71,7 @@ from tests.hostile.h2_server import (
     scripted_servers,
     serve_requests,
 )
+from tests.loops import MODES
 
 
 @pytest.fixture
@@ -79,7 +80,7 @@ def serve() -> Iterator[Callable[[Handler], ScriptedServer]]:
         yield start
 
 
-@pytest.fixture(params=["sync", "async"])
+@pytest.fixture(params=MODES)
 def mode(request: pytest.FixtureRequest) -> str:
     value: str = request.param
     return value

@@ -52,6 +52,8 @@ from tests.hostile.h2_server import (
     parse_grpc_timeout,
     scripted_servers,
 )
+from tests.loops import MODES, loop_of
+from tests.loops import run as run_on
 
 METHOD = "/inference.GRPCInferenceService/ModelStreamInfer"
 
@@ -63,7 +65,7 @@ def serve() -> Iterator[Callable[[Handler], ScriptedServer]]:
 
 
 #: Every test runs with the sync channel and with the asyncio one.
-pytestmark = pytest.mark.parametrize("mode", ["sync", "async"])
+pytestmark = pytest.mark.parametrize("mode", MODES)
 
 
 @dataclass
@@ -142,7 +144,7 @@ def exchange(
         out.status = call.status
         await channel.aclose()
 
-    asyncio.run(run())
+    run_on(run(), loop_of(mode))
     return out
 
 
@@ -359,7 +361,7 @@ def test_sending_after_the_end_fails(serve: Callable[..., ScriptedServer], mode:
         await call.done_writing()
         await channel.aclose()
 
-    asyncio.run(run())
+    run_on(run(), loop_of(mode))
 
 
 # ------------------------------------------------------------------- receive flow control
@@ -451,4 +453,4 @@ def read_after(mode: str, url: str, go: threading.Event) -> list[bytes]:
         await channel.aclose()
         return out
 
-    return asyncio.run(run())
+    return run_on(run(), loop_of(mode))

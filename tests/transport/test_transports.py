@@ -37,7 +37,7 @@ from tests.transport.servers import (
 
 MakeRunner = Callable[..., Runner]
 Serve = Callable[..., RawServer]
-OURS = {"stdlib", "aio"}
+OURS = {"stdlib", "aio", "aio-uvloop"}
 
 
 def only(kind: str, kinds: set[str], why: str) -> None:

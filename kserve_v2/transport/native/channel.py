@@ -189,6 +189,11 @@ class AsyncNativeGRPCChannel(_NativeChannel[AsyncNativeStreamCall]):
         for conn in self._connections:
             if conn.usable:
                 return conn
+        return await self._connect(loop, deadline)
+
+    async def _connect(
+        self, loop: asyncio.AbstractEventLoop, deadline: float | None
+    ) -> AsyncConnection:
         # Concurrent callers wait for the same new connection.
         if self._connecting is None:
             self._connecting = loop.create_future()
@@ -219,10 +224,19 @@ class AsyncNativeGRPCChannel(_NativeChannel[AsyncNativeStreamCall]):
         """Run one unary call (see :meth:`NativeGRPCChannel.call_unary`)."""
         settings = self.settings
         block, parts = settings.unary_request(method, request, timeout, metadata, compression)
-        deadline = deadline_after(timeout, asyncio.get_running_loop().time())
+        self.check_open()
+        # Asked once per call: on Python 3.11 each get_running_loop() is a getpid() call.
+        loop = self.bind_loop()
+        deadline = deadline_after(timeout, loop.time())
         for attempt in (0, 1):
             try:
-                conn = await self.connection(deadline)
+                # A shared connection without a coroutine of its own (the usual case).
+                for conn in self._connections:
+                    if conn.usable:
+                        break
+                else:
+                    self.check_open()
+                    conn = await self._connect(loop, deadline)
                 response = await conn.call(block, list(parts), settings.receive_limit, deadline)
             except CallNotStarted:
                 if attempt:
