@@ -18,6 +18,7 @@ from kserve_v2.errors import InvalidInputError
 from kserve_v2.hooks import WireHook, print_hook
 from kserve_v2.options import DEFAULT_CONNECT_TIMEOUT, DEFAULT_TIMEOUT, GRPCOptions, TLSOptions
 from kserve_v2.rest.backend import HTTPBackend
+from kserve_v2.retry import RetryPolicy
 
 if TYPE_CHECKING:
     from kserve_v2.options import GRPCKeepAlive
@@ -94,8 +95,16 @@ class ClientBase:
         grpc_keepalive: GRPCKeepAlive | None = None,
         grpc_transport: str = "native",
         max_response_size: int | None = None,
+        retry: RetryPolicy | None = None,
     ) -> None:
         self.endpoint: Endpoint = parse_url(url)
+        if retry is not None and not isinstance(retry, RetryPolicy):
+            raise InvalidInputError("retry must be a RetryPolicy", value=retry)
+        #: The retry policy (``None``: no call is retried but an ``infer(..., retry=...)``).
+        self.retry = retry
+        # How the policy applies to idempotent calls, and to infer unless a call says.
+        self._read_retry = "never" if retry is None else "idempotent"
+        self._infer_retry = "never" if retry is None else retry.infer
         self.max_response_size = check_max_response_size(max_response_size)
         # The default transports take the timeouts too (the backends check the other options).
         self.timeout = check_timeout(timeout, "timeout")
