@@ -31,11 +31,11 @@ from kserve_v2.options import DEFAULT_CONNECT_TIMEOUT, DEFAULT_TIMEOUT, GRPCOpti
 from kserve_v2.parameters import ParameterValue
 from kserve_v2.rest.backend import HTTPBackend, metrics_call
 from kserve_v2.rest.paths import QueryParams
-from kserve_v2.retry import DEFAULT_RETRY_POLICY, RetryPolicy, check_infer_retry
 
 if TYPE_CHECKING:
     from kserve_v2.grpc.stream import AsyncGRPCStream
     from kserve_v2.options import GRPCKeepAlive
+    from kserve_v2.retry import RetryPolicy
     from kserve_v2.shm import CudaSharedMemoryRegion, SystemSharedMemoryRegion
 
 __all__ = ["AsyncClient", "AsyncGenerateStream"]
@@ -214,6 +214,9 @@ class AsyncClient(ClientBase):
         """Run ``call`` until it succeeds, the policy (the default one for an ``infer(...,
         retry=...)`` on a client without one) gives up on its failure in ``mode``, or the
         call's timeout, which every try shares, runs out."""
+        # Imported here, as in ClientBase: only clients that retry load it.
+        from kserve_v2.retry import DEFAULT_RETRY_POLICY
+
         policy = self.retry or DEFAULT_RETRY_POLICY
         budget = call.timeout if call.timeout is not None else self.timeout
         deadline = None if budget is None or budget == math.inf else time.monotonic() + budget
@@ -374,7 +377,7 @@ class AsyncClient(ClientBase):
                 ``REFUSED_STREAM``...), so the model never runs twice; ``"idempotent"``, also
                 after failures where it may have run (connection lost, 503...).
         """
-        mode = self._infer_retry if retry is None else check_infer_retry(retry)
+        mode = self._infer_retry if retry is None else _infer_retry_mode(retry)
         request = build_infer_request(
             model,
             inputs,
@@ -895,6 +898,12 @@ class AsyncClient(ClientBase):
 
         async with AsyncHTTPTransport(**{**self._transport_kwargs(1), "url": None}) as transport:
             return await call.arun(transport, self._hook)
+
+
+def _infer_retry_mode(mode: object) -> str:
+    from kserve_v2.retry import check_infer_retry  # only for calls that give one
+
+    return check_infer_retry(mode)
 
 
 class AsyncGenerateStream(AsyncIterator[dict[str, Any]]):

@@ -18,10 +18,10 @@ from kserve_v2.errors import InvalidInputError
 from kserve_v2.hooks import WireHook, print_hook
 from kserve_v2.options import DEFAULT_CONNECT_TIMEOUT, DEFAULT_TIMEOUT, GRPCOptions, TLSOptions
 from kserve_v2.rest.backend import HTTPBackend
-from kserve_v2.retry import RetryPolicy
 
 if TYPE_CHECKING:
     from kserve_v2.options import GRPCKeepAlive
+    from kserve_v2.retry import RetryPolicy
 
 __all__ = ["ClientBase"]
 
@@ -98,8 +98,12 @@ class ClientBase:
         retry: RetryPolicy | None = None,
     ) -> None:
         self.endpoint: Endpoint = parse_url(url)
-        if retry is not None and not isinstance(retry, RetryPolicy):
-            raise InvalidInputError("retry must be a RetryPolicy", value=retry)
+        if retry is not None:
+            # Imported here: a client that retries nothing does not pay for the module.
+            from kserve_v2.retry import RetryPolicy
+
+            if not isinstance(retry, RetryPolicy):
+                raise InvalidInputError("retry must be a RetryPolicy", value=retry)
         #: The retry policy (``None``: no call is retried but an ``infer(..., retry=...)``).
         self.retry = retry
         # How the policy applies to idempotent calls, and to infer unless a call says.
