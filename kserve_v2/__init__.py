@@ -53,6 +53,7 @@ if TYPE_CHECKING:
         TensorMetadata,
     )
     from kserve_v2.options import GRPCOptions, TLSOptions
+    from kserve_v2.retry import RetryPolicy
     from kserve_v2.tensors import InferInput, RequestedOutput, SharedMemoryPlacement
 else:
     from kserve_v2._lazy import lazy_exports
@@ -87,6 +88,7 @@ else:
             ),
             "GRPCOptions": "kserve_v2.options",
             "TLSOptions": "kserve_v2.options",
+            "RetryPolicy": "kserve_v2.retry",
             **dict.fromkeys(
                 ("InferInput", "RequestedOutput", "SharedMemoryPlacement"), "kserve_v2.tensors"
             ),
@@ -110,6 +112,7 @@ __all__ = [
     "ProtocolError",
     "RepositoryModel",
     "RequestedOutput",
+    "RetryPolicy",
     "ServerError",
     "ServerMetadata",
     "SharedMemoryPlacement",

@@ -53,11 +53,20 @@ class Call(Protocol[T_co, IO_contra, AIO_contra]):
 
     ``run`` sends through a sync I/O object (``IO_contra``) and ``arun`` through an asyncio
     one (``AIO_contra``); both tell the wire hook and return the decoded result.
+
+    ``timeout`` is the call's whole-request timeout in seconds (``None``: the I/O object's
+    default, the client's ``timeout``); ``with_timeout`` gives the same call with another
+    one, which a retrying client gives each attempt (the time left of the call's).
     """
 
     def run(self, io: IO_contra, hook: WireHook | None, /) -> T_co: ...
 
     async def arun(self, io: AIO_contra, hook: WireHook | None, /) -> T_co: ...
+
+    @property
+    def timeout(self) -> float | None: ...
+
+    def with_timeout(self, timeout: float | None, /) -> Call[T_co, IO_contra, AIO_contra]: ...
 
 
 IO = TypeVar("IO")

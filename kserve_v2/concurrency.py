@@ -10,6 +10,7 @@ async (one event loop)                      sync (threads)
 :data:`AsyncSemaphore`                      :data:`Semaphore`
 :class:`AsyncCondition`                     :data:`Condition` (``threading.Condition``)
 :class:`AsyncBackground` (a task)           :class:`Background` (a daemon thread)
+:func:`async_sleep` (``asyncio.sleep``)     :func:`sleep` (``time.sleep``)
 ==========================================  ============================================
 
 A pair offers the same operations, so that code written against one runs unchanged against
@@ -43,6 +44,8 @@ __all__ = [
     "Condition",
     "Lock",
     "Semaphore",
+    "async_sleep",
+    "sleep",
 ]
 
 T = TypeVar("T")
@@ -52,6 +55,9 @@ Lock = threading.Lock
 AsyncSemaphore = asyncio.Semaphore
 Semaphore = threading.Semaphore
 Condition = threading.Condition
+#: Wait ``seconds`` (a retry's backoff): the loop runs other tasks meanwhile; a thread blocks.
+async_sleep = asyncio.sleep
+sleep = time.sleep
 
 
 class AsyncCondition:

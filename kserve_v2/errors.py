@@ -10,7 +10,8 @@ Every exception the library raises on purpose derives from :class:`KServeError`:
     │                            and the server's own message
     ├── ProtocolError            the peer sent something that breaks the protocol
     │                            (truncated body, sizes that do not add up, bad JSON, ...)
-    └── TransportError           the bytes could not be moved (refused, reset, TLS failure)
+    └── TransportError           the bytes could not be moved (refused, reset, TLS failure);
+        │                        ``unprocessed``: the server certainly did not act on it
         └── DeadlineExceededError   a connect or request timeout expired (also a TimeoutError)
 
 Errors from sockets, ``ssl``, httpx and grpcio are translated into this tree at the
@@ -116,12 +117,22 @@ class ProtocolError(KServeError):
 
 
 class TransportError(KServeError):
-    """The request could not be delivered or its response not received."""
+    """The request could not be delivered or its response not received.
 
-    def __init__(self, message: str, *, url: str | None = None) -> None:
+    ``unprocessed`` is true when the server certainly did not act on the request, so that
+    sending it again cannot run it twice: the connection was refused, the name did not
+    resolve, the TLS handshake or the connect timed out or failed, or HTTP/2 said the server
+    did not process it (``REFUSED_STREAM``, a stream above GOAWAY's last-stream-id). False
+    means it may have been processed (the connection broke after the request went out, no
+    answer came in time): :class:`~kserve_v2.RetryPolicy` re-sends such a request only for
+    calls that may run twice.
+    """
+
+    def __init__(self, message: str, *, url: str | None = None, unprocessed: bool = False) -> None:
         super().__init__(message if url is None else f"{message} ({url})")
         self.message = message
         self.url = url
+        self.unprocessed = unprocessed
 
 
 class DeadlineExceededError(TransportError, TimeoutError):

@@ -76,6 +76,7 @@ SUBSTITUTIONS: list[tuple[re.Pattern[str], str]] = [
             ("AsyncLock", "Lock"),
             ("AsyncSemaphore", "Semaphore"),
             ("asyncio.Semaphore", "threading.Semaphore"),
+            ("async_sleep", "sleep"),
             # calls (kserve_v2.backend.Call) and the transports they run on
             ("arun", "run"),
             ("alearn", "learn"),

@@ -24,6 +24,7 @@ PUBLIC_API = {
     "ProtocolError",
     "RepositoryModel",
     "RequestedOutput",
+    "RetryPolicy",
     "ServerError",
     "ServerMetadata",
     "SharedMemoryPlacement",

@@ -7,6 +7,8 @@ this one, then run the script.
 
 from __future__ import annotations
 
+import math
+import time
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
@@ -19,8 +21,8 @@ from kserve_v2.arguments import (
 from kserve_v2.backend import Call
 from kserve_v2.client.base import ClientBase
 from kserve_v2.client.extensions import region_call
-from kserve_v2.concurrency import AsyncSemaphore
-from kserve_v2.errors import InvalidInputError, TransportError
+from kserve_v2.concurrency import AsyncSemaphore, async_sleep
+from kserve_v2.errors import InvalidInputError, KServeError, TransportError
 from kserve_v2.hooks import WireHook
 from kserve_v2.interfaces import AsyncChannel, AsyncTransport
 from kserve_v2.messages import InferResult, ModelMetadata, RepositoryModel, ServerMetadata
@@ -33,6 +35,7 @@ from kserve_v2.rest.paths import QueryParams
 if TYPE_CHECKING:
     from kserve_v2.grpc.stream import AsyncGRPCStream
     from kserve_v2.options import GRPCKeepAlive
+    from kserve_v2.retry import RetryPolicy
     from kserve_v2.shm import CudaSharedMemoryRegion, SystemSharedMemoryRegion
 
 __all__ = ["AsyncClient", "AsyncGenerateStream"]
@@ -100,6 +103,11 @@ class AsyncClient(ClientBase):
             with ``grpc_code == "RESOURCE_EXHAUSTED"`` (as gRPC reports it). Set it when the
             server is not trusted; streamed HTTP bodies (``generate_stream``) are not limited.
             With ``transport=``, give the limit to that transport instead.
+        retry: retry failed calls (:class:`~kserve_v2.RetryPolicy`): idempotent ones
+            (health, metadata, configuration, statistics, index, settings, metrics) after a
+            transport failure or an answer such as 503, ``infer`` only as the policy's
+            ``infer`` (or the call's ``retry``) says, other writes and streams never. The
+            call's ``timeout`` bounds all its tries together. ``None`` (default): no retries.
 
     Every method that makes a request takes the per-call keywords ``headers``, ``timeout`` and
     ``query``: extra URL query parameters, a mapping or a sequence of ``(name, value)`` pairs
@@ -138,6 +146,7 @@ class AsyncClient(ClientBase):
         grpc_keepalive: GRPCKeepAlive | None = None,
         grpc_transport: str = "native",
         max_response_size: int | None = None,
+        retry: RetryPolicy | None = None,
     ) -> None:
         super().__init__(
             url,
@@ -156,6 +165,7 @@ class AsyncClient(ClientBase):
             grpc_keepalive=grpc_keepalive,
             grpc_transport=grpc_transport,
             max_response_size=max_response_size,
+            retry=retry,
         )
         if transport is not None:
             self._check_foreign_transport()
@@ -189,15 +199,58 @@ class AsyncClient(ClientBase):
 
         return AsyncHTTPTransport(**self._transport_kwargs(pool_size))
 
-    async def _run(self, call: Call[T, Any, Any]) -> T:
+    async def _run(self, call: Call[T, Any, Any], retry: str = "never") -> T:
+        """Run ``call``; ``retry`` (a :data:`~kserve_v2.retry.INFER_RETRY_MODES` mode) says
+        whether a failure may be tried again."""
         # Any I/O type: self._io is of the protocol self._proto builds calls for (see
         # ClientBase), a pairing made at run time that the type system cannot follow.
         if self._closed:  # also when the transport was passed in and is still open
             raise TransportError("the client is closed", url=self.url)
+        if retry != "never":
+            return await self._retrying(call, retry)
         if self._limit is None:
             return await call.arun(self._io, self._hook)
         async with self._limit:
             return await call.arun(self._io, self._hook)
+
+    async def _read(self, call: Call[T, Any, Any]) -> T:
+        """Run an idempotent call: retried when the client has a retry policy."""
+        return await self._run(call, self._read_retry)
+
+    async def _retrying(self, call: Call[T, Any, Any], mode: str) -> T:
+        """Run ``call`` until it succeeds, the policy (the default one for an ``infer(...,
+        retry=...)`` on a client without one) gives up on its failure in ``mode``, or the
+        call's timeout, which every try shares, runs out."""
+        # Imported here, as in ClientBase: only clients that retry load it.
+        from kserve_v2.retry import DEFAULT_RETRY_POLICY
+
+        policy = self.retry or DEFAULT_RETRY_POLICY
+        budget = call.timeout if call.timeout is not None else self.timeout
+        deadline = None if budget is None or budget == math.inf else time.monotonic() + budget
+        tries = 0
+        while True:
+            if self._closed:  # closed during the backoff
+                raise TransportError("the client is closed", url=self.url)
+            try:
+                if self._limit is None:
+                    return await call.arun(self._io, self._hook)
+                async with self._limit:  # not held while sleeping
+                    return await call.arun(self._io, self._hook)
+            except KServeError as exc:
+                tries += 1
+                if tries >= policy.attempts or not policy.retries(exc, mode):
+                    raise
+                delay = policy.backoff(tries)
+                # A backoff that would end past the call's timeout: its last error, now.
+                if deadline is not None and time.monotonic() + delay >= deadline:
+                    raise
+                error = exc
+            await async_sleep(delay)
+            if deadline is not None:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise error
+                call = call.with_timeout(left)
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -226,7 +279,7 @@ class AsyncClient(ClientBase):
         timeout: float | None = None,
     ) -> bool:
         """Whether the server is live (``GET v2/health/live`` answers 200)."""
-        return await self._run(
+        return await self._read(
             self._proto.server_live(headers=headers, query=query, timeout=timeout)
         )
 
@@ -238,7 +291,7 @@ class AsyncClient(ClientBase):
         timeout: float | None = None,
     ) -> bool:
         """Whether the server is ready for inference."""
-        return await self._run(
+        return await self._read(
             self._proto.server_ready(headers=headers, query=query, timeout=timeout)
         )
 
@@ -252,7 +305,7 @@ class AsyncClient(ClientBase):
         timeout: float | None = None,
     ) -> bool:
         """Whether ``model`` (optionally a given version) is ready for inference."""
-        return await self._run(
+        return await self._read(
             self._proto.model_ready(model, version, headers=headers, query=query, timeout=timeout)
         )
 
@@ -264,7 +317,7 @@ class AsyncClient(ClientBase):
         timeout: float | None = None,
     ) -> ServerMetadata:
         """Server name, version and extensions."""
-        return await self._run(
+        return await self._read(
             self._proto.server_metadata(headers=headers, query=query, timeout=timeout)
         )
 
@@ -278,7 +331,7 @@ class AsyncClient(ClientBase):
         timeout: float | None = None,
     ) -> ModelMetadata:
         """A model's platform, versions, inputs and outputs."""
-        return await self._run(
+        return await self._read(
             self._proto.model_metadata(
                 model, version, headers=headers, query=query, timeout=timeout
             )
@@ -333,6 +386,7 @@ class AsyncClient(ClientBase):
         priority: int | None = None,
         timeout_us: int | None = None,
         allow_reserved: bool = False,
+        retry: str | None = None,
     ) -> InferResult:
         """Run one inference.
 
@@ -352,7 +406,14 @@ class AsyncClient(ClientBase):
             sequence_id, sequence_start, sequence_end: sequence-batching controls.
             priority: scheduling priority (schedule-policy extension).
             timeout_us: server-side queue timeout in **microseconds** (schedule policy).
+            retry: how this call is retried, instead of the client's ``retry`` policy's
+                ``infer`` (its other settings apply; a client without one uses
+                ``RetryPolicy()``'s): ``"never"``; ``"unprocessed"``, only when the server
+                certainly did not get the request (connection refused, HTTP/2
+                ``REFUSED_STREAM``...), so the model never runs twice; ``"idempotent"``, also
+                after failures where it may have run (connection lost, 503...).
         """
+        mode = self._infer_retry if retry is None else _infer_retry_mode(retry)
         request = build_infer_request(
             model,
             inputs,
@@ -375,7 +436,8 @@ class AsyncClient(ClientBase):
                 query=query,
                 timeout=timeout,
                 compression=compression,
-            )
+            ),
+            mode,
         )
 
     # -- streaming (gRPC) --------------------------------------------------------------------
@@ -462,7 +524,7 @@ class AsyncClient(ClientBase):
             config["max_batch_size"]          # 8
             [i["name"] for i in config["input"]]
         """
-        return await self._run(
+        return await self._read(
             self._proto.model_config(model, version, headers=headers, query=query, timeout=timeout)
         )
 
@@ -486,7 +548,7 @@ class AsyncClient(ClientBase):
             stats = (await client.model_statistics("simple"))["model_stats"][0]
             stats["inference_count"], stats["inference_stats"]["success"]["count"]
         """
-        return await self._run(
+        return await self._read(
             self._proto.model_statistics(
                 model, version, headers=headers, query=query, timeout=timeout
             )
@@ -507,7 +569,7 @@ class AsyncClient(ClientBase):
 
             {m.name: m.state for m in await client.repository_index()}   # {'simple': 'READY', ...}
         """
-        return await self._run(
+        return await self._read(
             self._proto.repository_index(
                 ready_only=ready_only, headers=headers, query=query, timeout=timeout
             )
@@ -590,7 +652,7 @@ class AsyncClient(ClientBase):
 
             [r["name"] for r in await client.system_shared_memory_status()]
         """
-        return await self._run(
+        return await self._read(
             self._proto.system_shared_memory_status(
                 region, headers=headers, query=query, timeout=timeout
             )
@@ -657,7 +719,7 @@ class AsyncClient(ClientBase):
         """The registered CUDA shared-memory regions (all, or the one named ``region``):
         ``[{"name", "device_id", "byte_size"}, ...]``.
         """
-        return await self._run(
+        return await self._read(
             self._proto.cuda_shared_memory_status(
                 region, headers=headers, query=query, timeout=timeout
             )
@@ -771,7 +833,7 @@ class AsyncClient(ClientBase):
 
             (await client.trace_settings())["trace_rate"]     # '1000' (Triton sends strings)
         """
-        return await self._run(
+        return await self._read(
             self._proto.trace_settings(model, headers=headers, query=query, timeout=timeout)
         )
 
@@ -812,7 +874,7 @@ class AsyncClient(ClientBase):
 
             (await client.log_settings())["log_verbose_level"]   # 0
         """
-        return await self._run(
+        return await self._read(
             self._proto.log_settings(headers=headers, query=query, timeout=timeout)
         )
 
@@ -941,7 +1003,7 @@ class AsyncClient(ClientBase):
         """
         call = metrics_call(self.endpoint, url, headers=headers, query=query, timeout=timeout)
         if self.protocol == "http":
-            return await self._run(call)
+            return await self._read(call)
         if self._closed:
             raise TransportError("the client is closed", url=self.url)
         # A gRPC client has no HTTP connection to reuse: fetch over a one-off transport.
@@ -949,6 +1011,12 @@ class AsyncClient(ClientBase):
 
         async with AsyncHTTPTransport(**{**self._transport_kwargs(1), "url": None}) as transport:
             return await call.arun(transport, self._hook)
+
+
+def _infer_retry_mode(mode: object) -> str:
+    from kserve_v2.retry import check_infer_retry  # only for calls that give one
+
+    return check_infer_retry(mode)
 
 
 class AsyncGenerateStream(AsyncIterator[dict[str, Any]]):

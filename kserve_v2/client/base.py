@@ -21,6 +21,7 @@ from kserve_v2.rest.backend import HTTPBackend
 
 if TYPE_CHECKING:
     from kserve_v2.options import GRPCKeepAlive
+    from kserve_v2.retry import RetryPolicy
 
 __all__ = ["ClientBase"]
 
@@ -94,8 +95,20 @@ class ClientBase:
         grpc_keepalive: GRPCKeepAlive | None = None,
         grpc_transport: str = "native",
         max_response_size: int | None = None,
+        retry: RetryPolicy | None = None,
     ) -> None:
         self.endpoint: Endpoint = parse_url(url)
+        if retry is not None:
+            # Imported here: a client that retries nothing does not pay for the module.
+            from kserve_v2.retry import RetryPolicy
+
+            if not isinstance(retry, RetryPolicy):
+                raise InvalidInputError("retry must be a RetryPolicy", value=retry)
+        #: The retry policy (``None``: no call is retried but an ``infer(..., retry=...)``).
+        self.retry = retry
+        # How the policy applies to idempotent calls, and to infer unless a call says.
+        self._read_retry = "never" if retry is None else "idempotent"
+        self._infer_retry = "never" if retry is None else retry.infer
         self.max_response_size = check_max_response_size(max_response_size)
         # The default transports take the timeouts too (the backends check the other options).
         self.timeout = check_timeout(timeout, "timeout")

@@ -6,6 +6,8 @@
 
 from __future__ import annotations
 
+import math
+import time
 from collections.abc import Generator, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
@@ -18,8 +20,8 @@ from kserve_v2.arguments import (
 from kserve_v2.backend import Call
 from kserve_v2.client.base import ClientBase
 from kserve_v2.client.extensions import region_call
-from kserve_v2.concurrency import Semaphore
-from kserve_v2.errors import InvalidInputError, TransportError
+from kserve_v2.concurrency import Semaphore, sleep
+from kserve_v2.errors import InvalidInputError, KServeError, TransportError
 from kserve_v2.hooks import WireHook
 from kserve_v2.interfaces import Channel, Transport
 from kserve_v2.messages import InferResult, ModelMetadata, RepositoryModel, ServerMetadata
@@ -32,6 +34,7 @@ from kserve_v2.rest.paths import QueryParams
 if TYPE_CHECKING:
     from kserve_v2.grpc.stream import GRPCStream
     from kserve_v2.options import GRPCKeepAlive
+    from kserve_v2.retry import RetryPolicy
     from kserve_v2.shm import CudaSharedMemoryRegion, SystemSharedMemoryRegion
 
 __all__ = ["Client", "GenerateStream"]
@@ -100,6 +103,11 @@ class Client(ClientBase):
             with ``grpc_code == "RESOURCE_EXHAUSTED"`` (as gRPC reports it). Set it when the
             server is not trusted; streamed HTTP bodies (``generate_stream``) are not limited.
             With ``transport=``, give the limit to that transport instead.
+        retry: retry failed calls (:class:`~kserve_v2.RetryPolicy`): idempotent ones
+            (health, metadata, configuration, statistics, index, settings, metrics) after a
+            transport failure or an answer such as 503, ``infer`` only as the policy's
+            ``infer`` (or the call's ``retry``) says, other writes and streams never. The
+            call's ``timeout`` bounds all its tries together. ``None`` (default): no retries.
 
     Every method that makes a request takes the per-call keywords ``headers``, ``timeout`` and
     ``query``: extra URL query parameters, a mapping or a sequence of ``(name, value)`` pairs
@@ -137,6 +145,7 @@ class Client(ClientBase):
         grpc_keepalive: GRPCKeepAlive | None = None,
         grpc_transport: str = "native",
         max_response_size: int | None = None,
+        retry: RetryPolicy | None = None,
     ) -> None:
         super().__init__(
             url,
@@ -155,6 +164,7 @@ class Client(ClientBase):
             grpc_keepalive=grpc_keepalive,
             grpc_transport=grpc_transport,
             max_response_size=max_response_size,
+            retry=retry,
         )
         if transport is not None:
             self._check_foreign_transport()
@@ -186,15 +196,58 @@ class Client(ClientBase):
 
         return HTTPTransport(**self._transport_kwargs(pool_size))
 
-    def _run(self, call: Call[T, Any, Any]) -> T:
+    def _run(self, call: Call[T, Any, Any], retry: str = "never") -> T:
+        """Run ``call``; ``retry`` (a :data:`~kserve_v2.retry.INFER_RETRY_MODES` mode) says
+        whether a failure may be tried again."""
         # Any I/O type: self._io is of the protocol self._proto builds calls for (see
         # ClientBase), a pairing made at run time that the type system cannot follow.
         if self._closed:  # also when the transport was passed in and is still open
             raise TransportError("the client is closed", url=self.url)
+        if retry != "never":
+            return self._retrying(call, retry)
         if self._limit is None:
             return call.run(self._io, self._hook)
         with self._limit:
             return call.run(self._io, self._hook)
+
+    def _read(self, call: Call[T, Any, Any]) -> T:
+        """Run an idempotent call: retried when the client has a retry policy."""
+        return self._run(call, self._read_retry)
+
+    def _retrying(self, call: Call[T, Any, Any], mode: str) -> T:
+        """Run ``call`` until it succeeds, the policy (the default one for an ``infer(...,
+        retry=...)`` on a client without one) gives up on its failure in ``mode``, or the
+        call's timeout, which every try shares, runs out."""
+        # Imported here, as in ClientBase: only clients that retry load it.
+        from kserve_v2.retry import DEFAULT_RETRY_POLICY
+
+        policy = self.retry or DEFAULT_RETRY_POLICY
+        budget = call.timeout if call.timeout is not None else self.timeout
+        deadline = None if budget is None or budget == math.inf else time.monotonic() + budget
+        tries = 0
+        while True:
+            if self._closed:  # closed during the backoff
+                raise TransportError("the client is closed", url=self.url)
+            try:
+                if self._limit is None:
+                    return call.run(self._io, self._hook)
+                with self._limit:  # not held while sleeping
+                    return call.run(self._io, self._hook)
+            except KServeError as exc:
+                tries += 1
+                if tries >= policy.attempts or not policy.retries(exc, mode):
+                    raise
+                delay = policy.backoff(tries)
+                # A backoff that would end past the call's timeout: its last error, now.
+                if deadline is not None and time.monotonic() + delay >= deadline:
+                    raise
+                error = exc
+            sleep(delay)
+            if deadline is not None:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise error
+                call = call.with_timeout(left)
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -223,7 +276,7 @@ class Client(ClientBase):
         timeout: float | None = None,
     ) -> bool:
         """Whether the server is live (``GET v2/health/live`` answers 200)."""
-        return self._run(self._proto.server_live(headers=headers, query=query, timeout=timeout))
+        return self._read(self._proto.server_live(headers=headers, query=query, timeout=timeout))
 
     def is_server_ready(
         self,
@@ -233,7 +286,7 @@ class Client(ClientBase):
         timeout: float | None = None,
     ) -> bool:
         """Whether the server is ready for inference."""
-        return self._run(self._proto.server_ready(headers=headers, query=query, timeout=timeout))
+        return self._read(self._proto.server_ready(headers=headers, query=query, timeout=timeout))
 
     def is_model_ready(
         self,
@@ -245,7 +298,7 @@ class Client(ClientBase):
         timeout: float | None = None,
     ) -> bool:
         """Whether ``model`` (optionally a given version) is ready for inference."""
-        return self._run(
+        return self._read(
             self._proto.model_ready(model, version, headers=headers, query=query, timeout=timeout)
         )
 
@@ -257,7 +310,9 @@ class Client(ClientBase):
         timeout: float | None = None,
     ) -> ServerMetadata:
         """Server name, version and extensions."""
-        return self._run(self._proto.server_metadata(headers=headers, query=query, timeout=timeout))
+        return self._read(
+            self._proto.server_metadata(headers=headers, query=query, timeout=timeout)
+        )
 
     def model_metadata(
         self,
@@ -269,7 +324,7 @@ class Client(ClientBase):
         timeout: float | None = None,
     ) -> ModelMetadata:
         """A model's platform, versions, inputs and outputs."""
-        return self._run(
+        return self._read(
             self._proto.model_metadata(
                 model, version, headers=headers, query=query, timeout=timeout
             )
@@ -324,6 +379,7 @@ class Client(ClientBase):
         priority: int | None = None,
         timeout_us: int | None = None,
         allow_reserved: bool = False,
+        retry: str | None = None,
     ) -> InferResult:
         """Run one inference.
 
@@ -343,7 +399,14 @@ class Client(ClientBase):
             sequence_id, sequence_start, sequence_end: sequence-batching controls.
             priority: scheduling priority (schedule-policy extension).
             timeout_us: server-side queue timeout in **microseconds** (schedule policy).
+            retry: how this call is retried, instead of the client's ``retry`` policy's
+                ``infer`` (its other settings apply; a client without one uses
+                ``RetryPolicy()``'s): ``"never"``; ``"unprocessed"``, only when the server
+                certainly did not get the request (connection refused, HTTP/2
+                ``REFUSED_STREAM``...), so the model never runs twice; ``"idempotent"``, also
+                after failures where it may have run (connection lost, 503...).
         """
+        mode = self._infer_retry if retry is None else _infer_retry_mode(retry)
         request = build_infer_request(
             model,
             inputs,
@@ -366,7 +429,8 @@ class Client(ClientBase):
                 query=query,
                 timeout=timeout,
                 compression=compression,
-            )
+            ),
+            mode,
         )
 
     # -- streaming (gRPC) --------------------------------------------------------------------
@@ -453,7 +517,7 @@ class Client(ClientBase):
             config["max_batch_size"]          # 8
             [i["name"] for i in config["input"]]
         """
-        return self._run(
+        return self._read(
             self._proto.model_config(model, version, headers=headers, query=query, timeout=timeout)
         )
 
@@ -477,7 +541,7 @@ class Client(ClientBase):
             stats = client.model_statistics("simple")["model_stats"][0]
             stats["inference_count"], stats["inference_stats"]["success"]["count"]
         """
-        return self._run(
+        return self._read(
             self._proto.model_statistics(
                 model, version, headers=headers, query=query, timeout=timeout
             )
@@ -498,7 +562,7 @@ class Client(ClientBase):
 
             {m.name: m.state for m in client.repository_index()}   # {'simple': 'READY', ...}
         """
-        return self._run(
+        return self._read(
             self._proto.repository_index(
                 ready_only=ready_only, headers=headers, query=query, timeout=timeout
             )
@@ -581,7 +645,7 @@ class Client(ClientBase):
 
             [r["name"] for r in client.system_shared_memory_status()]
         """
-        return self._run(
+        return self._read(
             self._proto.system_shared_memory_status(
                 region, headers=headers, query=query, timeout=timeout
             )
@@ -648,7 +712,7 @@ class Client(ClientBase):
         """The registered CUDA shared-memory regions (all, or the one named ``region``):
         ``[{"name", "device_id", "byte_size"}, ...]``.
         """
-        return self._run(
+        return self._read(
             self._proto.cuda_shared_memory_status(
                 region, headers=headers, query=query, timeout=timeout
             )
@@ -762,7 +826,7 @@ class Client(ClientBase):
 
             client.trace_settings()["trace_rate"]     # '1000' (Triton sends strings)
         """
-        return self._run(
+        return self._read(
             self._proto.trace_settings(model, headers=headers, query=query, timeout=timeout)
         )
 
@@ -803,7 +867,7 @@ class Client(ClientBase):
 
             client.log_settings()["log_verbose_level"]   # 0
         """
-        return self._run(self._proto.log_settings(headers=headers, query=query, timeout=timeout))
+        return self._read(self._proto.log_settings(headers=headers, query=query, timeout=timeout))
 
     def update_log_settings(
         self,
@@ -928,7 +992,7 @@ class Client(ClientBase):
         """
         call = metrics_call(self.endpoint, url, headers=headers, query=query, timeout=timeout)
         if self.protocol == "http":
-            return self._run(call)
+            return self._read(call)
         if self._closed:
             raise TransportError("the client is closed", url=self.url)
         # A gRPC client has no HTTP connection to reuse: fetch over a one-off transport.
@@ -936,6 +1000,12 @@ class Client(ClientBase):
 
         with HTTPTransport(**{**self._transport_kwargs(1), "url": None}) as transport:
             return call.run(transport, self._hook)
+
+
+def _infer_retry_mode(mode: object) -> str:
+    from kserve_v2.retry import check_infer_retry  # only for calls that give one
+
+    return check_infer_retry(mode)
 
 
 class GenerateStream(Iterator[dict[str, Any]]):

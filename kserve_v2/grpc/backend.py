@@ -27,7 +27,7 @@ import functools
 import re
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Final, Generic, TypeVar
 
 from kserve_v2.arguments import (
@@ -190,6 +190,13 @@ class _TritonParameterCall:
     call: GRPCCall[InferResult]
     found: str
 
+    @property
+    def timeout(self) -> float | None:
+        return self.call.timeout
+
+    def with_timeout(self, timeout: float | None) -> _TritonParameterCall:
+        return replace(self, call=self.call.with_timeout(timeout))
+
     def run(self, channel: UnaryChannel, hook: WireHook | None) -> InferResult:
         self._check(self.backend.learn(channel, hook, self.call))
         return self.call.run(channel, hook)
@@ -223,6 +230,9 @@ class GRPCCall(Generic[T]):
     timeout: float | None = None
     compression: str | None = None
     on_server_error: Callable[[ServerError], T] | None = None
+
+    def with_timeout(self, timeout: float | None) -> GRPCCall[T]:
+        return replace(self, timeout=timeout)
 
     def run(self, channel: UnaryChannel, hook: WireHook | None) -> T:
         """Send through a sync channel (either transport), tell the hook, decode."""

@@ -12,7 +12,7 @@ import functools
 import json
 import time
 from collections.abc import AsyncGenerator, Callable, Generator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Final, Generic, TypeVar
 from urllib.parse import urlsplit
 
@@ -87,6 +87,13 @@ class HTTPCall(Generic[T]):
     request: HTTPRequest
     decode: Callable[[HTTPResponse], T]
 
+    @property
+    def timeout(self) -> float | None:
+        return self.request.timeout
+
+    def with_timeout(self, timeout: float | None) -> HTTPCall[T]:
+        return HTTPCall(replace(self.request, timeout=timeout), self.decode)
+
     def run(self, transport: Transport, hook: WireHook | None) -> T:
         if hook is None:
             return self.decode(transport.handle_request(self.request))
@@ -131,6 +138,15 @@ class _FirstInferCall:
         # JSON also when the server could not be asked this time (the next call asks again).
         return self.binary_call if self.backend._binary_default is True else self.json_call()
 
+    def with_timeout(self, timeout: float | None) -> _FirstInferCall:
+        json_call = self.json_call
+        return replace(
+            self,
+            binary_call=self.binary_call.with_timeout(timeout),
+            json_call=lambda: json_call().with_timeout(timeout),
+            timeout=timeout,
+        )
+
     def run(self, transport: Transport, hook: WireHook | None) -> InferResult:
         self.backend.learn(transport, hook, self.headers, self.timeout)
         return self._call().run(transport, hook)
@@ -159,6 +175,9 @@ class _BinaryRequestCall:
     decode: Callable[[HTTPResponse], InferResult]
     headers: Headers | None
     timeout: float | None
+
+    def with_timeout(self, timeout: float | None) -> _BinaryRequestCall:
+        return replace(self, request=replace(self.request, timeout=timeout), timeout=timeout)
 
     def run(self, transport: Transport, hook: WireHook | None) -> InferResult:
         response = HTTPCall(self.request, _response).run(transport, hook)

@@ -60,12 +60,20 @@ __all__ = ["AsyncGRPCChannel", "GRPCChannel", "translate_rpc_error"]
 _Call = TypeVar("_Call", SyncStreamCall, AsyncStreamCall)
 
 
-# grpcio's words for a call that never reached the server (UNAVAILABLE is also what a server
+# grpcio's words for a call that failed in the transport (UNAVAILABLE is also what a server
 # says when it is shutting down, which is a server answer, not a transport failure).
 _CONNECT_FAILURE: Final = re.compile(
     r"failed to connect|connection refused|connections to all backends failing|"
     r"dns resolution failed|name resolution|socket closed|connection reset|broken pipe|"
     r"handshake|ssl|tls|certificate|end of tcp stream|keepalive|goaway|"
+    r"failed to pick subchannel|empty address list|network is unreachable|no route to host",
+    re.IGNORECASE,
+)
+# Those of them that say no connection was ever made, so the call never reached the server
+# (unprocessed); a closed socket, a reset or a GOAWAY may come after the request went out.
+_NEVER_CONNECTED: Final = re.compile(
+    r"failed to connect|connection refused|connections to all backends failing|"
+    r"dns resolution failed|name resolution|handshake|certificate|"
     r"failed to pick subchannel|empty address list|network is unreachable|no route to host",
     re.IGNORECASE,
 )
@@ -117,9 +125,10 @@ def translate_rpc_error(exc: BaseException, url: str | None = None) -> KServeErr
     """The kserve-v2 error for a ``grpc.RpcError`` (raise it ``from exc``).
 
     ``DEADLINE_EXCEEDED`` becomes :class:`DeadlineExceededError`; ``UNAVAILABLE`` that never
-    reached a server (refused, DNS, TLS handshake) and ``CANCELLED`` by this side (channel
-    closed) become :class:`TransportError`; every other status is the server's answer:
-    :class:`ServerError` with ``grpc_code`` and the status details verbatim.
+    reached a server (refused, DNS, TLS handshake: ``unprocessed``), or whose connection broke,
+    and ``CANCELLED`` by this side (channel closed) become :class:`TransportError`; every
+    other status is the server's answer: :class:`ServerError` with ``grpc_code`` and the
+    status details verbatim.
     """
     name = code_name(exc)
     details = _details(exc)
@@ -128,7 +137,10 @@ def translate_rpc_error(exc: BaseException, url: str | None = None) -> KServeErr
     if (name == "UNAVAILABLE" and _CONNECT_FAILURE.search(details)) or (
         name == "CANCELLED" and _LOCAL_CANCEL.search(details)
     ):
-        return TransportError(f"gRPC {name}: {_scheme_hint(details, url)}{details}", url=url)
+        unprocessed = name == "UNAVAILABLE" and bool(_NEVER_CONNECTED.search(details))
+        return TransportError(
+            f"gRPC {name}: {_scheme_hint(details, url)}{details}", url=url, unprocessed=unprocessed
+        )
     return ServerError(details, grpc_code=name)
 
 

@@ -59,8 +59,13 @@ def _translate(exc: Exception, url: str | None) -> KServeError:
     message = str(exc) or type(exc).__name__
     if not isinstance(exc, httpx.HTTPError):
         return TransportError(f"{type(exc).__name__}: {exc}", url=url)
+    # A failed connect sent nothing: the request is unprocessed.
     if isinstance(exc, httpx.TimeoutException):
-        return DeadlineExceededError(f"request timed out ({type(exc).__name__})", url=url)
+        return DeadlineExceededError(
+            f"request timed out ({type(exc).__name__})",
+            url=url,
+            unprocessed=isinstance(exc, httpx.ConnectTimeout),
+        )
     if isinstance(exc, httpx.RemoteProtocolError):
         if "without sending a response" in message:  # "Server disconnected without ..."
             return TransportError(message, url=url)
@@ -74,7 +79,7 @@ def _translate(exc: Exception, url: str | None) -> KServeError:
         return ProtocolError(f"cannot decode the response body: {message}")
     if isinstance(exc, (httpx.LocalProtocolError, httpx.UnsupportedProtocol, httpx.InvalidURL)):
         return InvalidInputError(message)
-    return TransportError(message, url=url)
+    return TransportError(message, url=url, unprocessed=isinstance(exc, httpx.ConnectError))
 
 
 @contextmanager

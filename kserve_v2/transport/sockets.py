@@ -276,24 +276,31 @@ def connect_error(exc: Exception, origin: Origin, *, handshake: bool = False) ->
     """The error for a failed connect to ``origin`` (the caller chains it ``from exc``).
 
     ``handshake``: the TCP connection stood and the TLS handshake on it failed. Timeouts
-    become :class:`DeadlineExceededError`, anything else :class:`TransportError`.
+    become :class:`DeadlineExceededError`, anything else :class:`TransportError`; all are
+    ``unprocessed`` (no request byte was sent).
     """
     url = origin.url
     # asyncio.TimeoutError is TimeoutError from Python 3.11 on, its own class before.
     if isinstance(exc, (TimeoutError, asyncio.TimeoutError)):
         if handshake:
-            return DeadlineExceededError("timed out in the TLS handshake", url=url)
-        return DeadlineExceededError(f"timed out connecting to {url}")
+            return DeadlineExceededError(
+                "timed out in the TLS handshake", url=url, unprocessed=True
+            )
+        return DeadlineExceededError(f"timed out connecting to {url}", unprocessed=True)
     if isinstance(exc, ssl.SSLCertVerificationError):
         return TransportError(
-            f"TLS certificate verification failed: {exc.verify_message or exc}", url=url
+            f"TLS certificate verification failed: {exc.verify_message or exc}",
+            url=url,
+            unprocessed=True,
         )
     if handshake or isinstance(exc, ssl.SSLError):
-        return TransportError(f"TLS handshake failed: {exc}", url=url)
+        return TransportError(f"TLS handshake failed: {exc}", url=url, unprocessed=True)
     if isinstance(exc, socket.gaierror):
-        return TransportError(f"cannot resolve host {origin.host!r}: {exc.strerror}", url=url)
+        return TransportError(
+            f"cannot resolve host {origin.host!r}: {exc.strerror}", url=url, unprocessed=True
+        )
     reason = exc.strerror if isinstance(exc, OSError) else None
-    return TransportError(f"cannot connect: {reason or exc}", url=url)
+    return TransportError(f"cannot connect: {reason or exc}", url=url, unprocessed=True)
 
 
 # -- closing -----------------------------------------------------------------------------------

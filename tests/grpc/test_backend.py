@@ -974,6 +974,25 @@ def test_every_status_code_maps_into_the_error_tree(code: Any) -> None:
     assert isinstance(error, ServerError | TransportError)
 
 
+@pytest.mark.parametrize(
+    ("details", "unprocessed"),
+    [
+        ("failed to connect to all addresses; last error: Connection refused", True),
+        ("DNS resolution failed for nowhere:1", True),
+        ("Ssl handshake failed: SSL_ERROR_SSL", True),
+        ("Socket closed", False),  # may come after the request went out
+        ("Connection reset by peer", False),
+        ("GOAWAY received", False),
+    ],
+)
+def test_unavailable_says_whether_the_call_reached_the_server(
+    details: str, unprocessed: bool
+) -> None:
+    error = translate_rpc_error(FakeRpcError(grpc.StatusCode.UNAVAILABLE, details))
+    assert isinstance(error, TransportError)
+    assert error.unprocessed is unprocessed
+
+
 def test_deadline_errors_are_timeouts() -> None:
     error = translate_rpc_error(FakeRpcError(grpc.StatusCode.DEADLINE_EXCEEDED, "late"))
     assert isinstance(error, TimeoutError)

@@ -312,6 +312,20 @@ def test_rst_stream_refused_is_retried(serve: Serve, connect: Connect) -> None:
     assert client.live() is True
 
 
+def test_rst_stream_refused_again_is_unprocessed(serve: Serve, connect: Connect) -> None:
+    """Refused on the retry too: the error says the server did not process the call, so a
+    RetryPolicy may send even an infer again."""
+
+    def refuse(peer: Peer, request: Request, _n: int) -> None:
+        peer.send_rst_stream(request.stream_id, ErrorCode.REFUSED_STREAM)
+
+    server = serve(each_request(refuse))
+    client = connect(server)
+    with pytest.raises(TransportError) as caught:
+        client.live()
+    assert caught.value.unprocessed
+
+
 # ---------------------------------------------------------- 5-6. error statuses
 
 

@@ -106,6 +106,9 @@ def test_connect_errors_are_translated(
     translated = connect_error(error, ORIGIN, handshake=handshake)
     assert type(translated) is kind
     assert message in str(translated)
+    # Nothing was sent: a retry cannot run the request twice.
+    assert isinstance(translated, TransportError)
+    assert translated.unprocessed
 
 
 def test_lost_connections_are_the_socket_and_tls_eofs() -> None:

@@ -186,7 +186,9 @@ def reset_error(code: int, url: str | None) -> tuple[str, TransportError]:
     else:
         status = "INTERNAL"
     return status, TransportError(
-        f"gRPC {status}: the server reset the stream ({ErrorCode.name_of(code)})", url=url
+        f"gRPC {status}: the server reset the stream ({ErrorCode.name_of(code)})",
+        url=url,
+        unprocessed=code == ErrorCode.REFUSED_STREAM,  # "did no work on it" (RFC 9113 8.7)
     )
 
 
@@ -296,16 +298,22 @@ class ChannelSettings:
     def connect_error(self, exc: BaseException) -> KServeError:
         """The error of a connect that failed with ``exc`` (raise it ``from exc``)."""
         if isinstance(exc, (TimeoutError, asyncio.TimeoutError)):
-            return DeadlineExceededError(f"gRPC connect to {self.target} timed out", url=self.url)
+            return DeadlineExceededError(
+                f"gRPC connect to {self.target} timed out", url=self.url, unprocessed=True
+            )
         return TransportError(
-            f"gRPC UNAVAILABLE: failed to connect to {self.target}: {exc}", url=self.url
+            f"gRPC UNAVAILABLE: failed to connect to {self.target}: {exc}",
+            url=self.url,
+            unprocessed=True,
         )
 
     def check_alpn(self, protocol: str | None) -> None:
         """Refuse a TLS connection on which the server did not choose HTTP/2."""
         if protocol != "h2":
             raise TransportError(
-                f"gRPC UNAVAILABLE: {self.target} did not agree to HTTP/2 (ALPN h2)", url=self.url
+                f"gRPC UNAVAILABLE: {self.target} did not agree to HTTP/2 (ALPN h2)",
+                url=self.url,
+                unprocessed=True,
             )
 
     # -- errors that name the channel
@@ -330,9 +338,11 @@ class ChannelSettings:
         )
 
     def not_started_error(self, what: str) -> TransportError:
+        # HTTP/2 said so (REFUSED_STREAM, GOAWAY): the server did not process it.
         return TransportError(
             f"gRPC UNAVAILABLE: the server closed the connection before the {what} started",
             url=self.url,
+            unprocessed=True,
         )
 
     def deadline_error(self, when: str = "(client side)") -> DeadlineExceededError:
@@ -411,6 +421,7 @@ class SyncConnection:
                     raise TransportError(
                         f"gRPC UNAVAILABLE: TLS handshake with {settings.target} failed: {exc}",
                         url=settings.url,
+                        unprocessed=True,
                     ) from exc
                 settings.check_alpn(sock.selected_alpn_protocol())
             conn = cls(sock, settings)
