@@ -383,11 +383,6 @@ def _answers_http1(host: str, port: int) -> bool:
         return False
 
 
-def _is_http2_bytes(value: object) -> bool:
-    """Whether bytes look like an HTTP/2 server's first frame (SETTINGS, type 4)."""
-    return isinstance(value, bytes) and len(value) >= 9 and value[3] == 4 and value[4] in (0, 1)
-
-
 def describe_error(exc: BaseException, url: str) -> tuple[str, str]:
     """One line for an error, and a hint of what to try ('' when there is none)."""
     from kserve_v2.errors import (
@@ -432,10 +427,9 @@ def describe_error(exc: BaseException, url: str) -> tuple[str, str]:
     if isinstance(exc, DeadlineExceededError):
         return f"timed out: {exc}", "raise --timeout, or check that the server is not stuck"
     if isinstance(exc, ProtocolError):
-        hint = ""
-        if _is_http2_bytes(exc.value):
-            hint = "this port answers HTTP/2: did you mean grpc://?"
-        return f"the server broke the protocol: {exc.message}", hint
+        # A scheme that does not match the port is named by the error itself ("did you
+        # mean grpc://...?"), as it is for library users.
+        return f"the server broke the protocol: {exc.message}", ""
     if isinstance(exc, TransportError):
         from kserve_v2.endpoint import parse_url
 
@@ -450,6 +444,8 @@ def describe_error(exc: BaseException, url: str) -> tuple[str, str]:
                 f"is the server running at {url}? (set --url or ${URL_ENV}; Triton's "
                 "defaults: http://host:8000, grpc://host:8001)"
             )
+        elif "did you mean" in text:
+            pass  # the error names the scheme the port speaks
         elif endpoint is not None and endpoint.protocol == "grpc" and not endpoint.tls:
             if _answers_http1(endpoint.host, endpoint.port):
                 hint = "this port answers HTTP/1.1: did you mean http://?"

@@ -453,12 +453,14 @@ def test_load_without_explicit_model_control(cli: Runner, server_url: str) -> No
 def test_wrong_protocol_hints(cli: Runner, triton: TritonServer) -> None:
     http_on_grpc_port = cli("health", "--url", f"http://{triton.grpc_url}", "--timeout", "5")
     assert http_on_grpc_port.status == 1
-    assert "this port answers HTTP/2: did you mean grpc://?" in http_on_grpc_port.err
+    assert f"this port speaks HTTP/2 (gRPC?) — did you mean grpc://{triton.grpc_url}?" in (
+        http_on_grpc_port.err
+    )
     grpc_on_http_port = cli(
         "health", "--url", triton.http_url.replace("http://", "grpc://"), "--timeout", "5"
     )
     assert grpc_on_http_port.status == 1
-    assert "this port answers HTTP/1.1: did you mean http://?" in grpc_on_http_port.err
+    assert f"did you mean {triton.http_url}?" in grpc_on_http_port.err
 
 
 def test_errors_are_one_line_with_a_hint(cli: Runner, server_url: str) -> None:
