@@ -7,8 +7,11 @@ Nothing here touches a socket. The transports drive two objects:
   :class:`asyncio.BufferedProtocol` on purpose: the I/O side asks :meth:`ResponseParser.get_buffer`
   where the next bytes should land, receives into it (``socket.recv_into`` or the event loop
   does it), and reports the count with :meth:`ResponseParser.buffer_updated`. That lets a large
-  ``Content-Length`` body be received straight into its final, preallocated ``bytearray`` with no
-  intermediate copies, in both the sync and the async transport.
+  ``Content-Length`` body be received straight into its final ``bytearray`` with no intermediate
+  copies, in both the sync and the async transport. The body's buffer follows the bytes that
+  arrive, not the ``Content-Length`` the server announced: it starts at
+  :data:`FIRST_BODY_BUFFER` and doubles in place when full (an 84-byte response announcing
+  1 GiB costs 1 MiB, not 1 GiB).
 
 Decompression (``gzip`` / ``deflate``) is separate: :func:`decode_body` for a complete body and
 :class:`StreamDecoder` for a streamed one (:class:`StreamedBody` pairs it with the parser).
@@ -30,6 +33,7 @@ from kserve_v2.errors import InvalidInputError, ProtocolError, TransportError
 
 __all__ = [
     "DEFAULT_MAX_HEADER_SIZE",
+    "FIRST_BODY_BUFFER",
     "NoResponse",
     "OutgoingRequest",
     "ResponseParser",
@@ -44,6 +48,12 @@ __all__ = [
 
 #: Upper bound of a response head (status line + headers) and of any single framing line.
 DEFAULT_MAX_HEADER_SIZE = 64 * 1024
+#: The first buffer of a ``Content-Length`` body larger than what came with its head: the
+#: buffer then doubles (up to the announced length) each time it is full, so memory follows
+#: the bytes received and a lying ``Content-Length`` costs at most this much. Growing happens
+#: in place (``realloc``; large blocks are remapped, not copied), and the finished body is one
+#: ``bytearray`` of exactly the announced length.
+FIRST_BODY_BUFFER = 1024 * 1024
 
 # Methods whose requests carry a Content-Length even when the body is empty (RFC 9110 8.6).
 _BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
@@ -69,6 +79,16 @@ _CHUNK_CRLF = 6
 _TRAILERS = 7
 _UNTIL_EOF = 8
 _DONE = 9
+
+
+_ZEROS: list[memoryview] = []
+
+
+def _zeros() -> memoryview:
+    """A :data:`FIRST_BODY_BUFFER`-sized block of zeros (made on first use)."""
+    if not _ZEROS:
+        _ZEROS.append(memoryview(bytes(FIRST_BODY_BUFFER)))
+    return _ZEROS[0]
 
 
 def _preview(data: bytes | bytearray | str, limit: int = 80) -> str:
@@ -238,6 +258,7 @@ class ResponseParser:
         "_last_framing",
         "_last_head",
         "_last_parse",
+        "_length",
         "_max_body_size",
         "_max_header_size",
         "_remaining",
@@ -275,6 +296,7 @@ class ResponseParser:
         self._state = _IDLE
         self._head_request = False
         self._remaining = 0
+        self._length = 0  # the Content-Length of the body being received (_LENGTH)
         self._chunk_left = 0
         self._trailer_bytes = 0
         self._body_view: memoryview | None = None
@@ -340,12 +362,16 @@ class ResponseParser:
         """Return the writable buffer the next received bytes must be written to.
 
         Never empty. While a ``Content-Length`` body is being received this is the unfilled
-        tail of the body itself.
+        tail of the body itself, grown (doubled) first when it is full. The caller must not
+        keep the buffer beyond its :meth:`buffer_updated` call.
         """
         if self._state == _LENGTH:
+            filled = self._length - self._remaining
+            if filled == len(self.body):
+                self._grow_body(filled)
             view = self._body_view
             assert view is not None
-            return view[len(self.body) - self._remaining :]
+            return view[filled:]
         if self._end == len(self._buf):
             # Only reachable between responses or after DONE with trailing garbage; keep the
             # "never empty" promise by dropping what cannot be parsed anyway.
@@ -520,6 +546,34 @@ class ResponseParser:
             self.keep_alive = False
             raise body_too_large(limit)
 
+    def _grow_body(self, filled: int) -> None:
+        """Double the full body buffer (up to the announced length)."""
+        body = self.body
+        size = min(self._length, max(2 * filled, FIRST_BODY_BUFFER))
+        # Our own view must go for the bytearray to be resized in place.
+        self._body_view = None
+        try:
+            try:
+                # Appended from one small zero block, not bytes(n): a temporary the size of the
+                # growth would be zeroed (calloc) and then copied, twice the work.
+                zeros = _zeros()
+                while len(body) < size:
+                    body += zeros[: size - len(body)]
+            except BufferError:
+                # Someone still holds a view of the last buffer (an event loop that does not
+                # let it go after buffer_updated): grow into a new bytearray instead.
+                grown = bytearray(size)
+                grown[:filled] = body
+                body = self.body = grown
+        except MemoryError:
+            # A peer's Content-Length must not crash the caller: say what it claimed.
+            raise ProtocolError(
+                f"response body of {self._length} bytes (Content-Length) cannot be allocated "
+                f"beyond its first {filled} bytes",
+                value=self._length,
+            ) from None
+        self._body_view = memoryview(body)
+
     def _compact(self) -> None:
         """Make room at the end of the scratch buffer by moving unconsumed bytes to the front."""
         start = self._start
@@ -600,18 +654,13 @@ class ResponseParser:
             self._start = start + length
             self._finish()
             return
-        try:
-            body = bytearray(length)
-        except MemoryError:
-            # A peer's Content-Length must not crash the caller: say what it claimed.
-            raise ProtocolError(
-                f"response announces a {length}-byte body (Content-Length) that cannot be "
-                "allocated",
-                value=length,
-            ) from None
+        # Memory follows the bytes received: the rest of the body gets its room as it comes
+        # (get_buffer grows it), never all at once on the server's word.
+        body = bytearray(min(length, max(avail, FIRST_BODY_BUFFER)))
         body[:avail] = self._view[start : self._end]
         self.body = body
         self._body_view = memoryview(body)
+        self._length = length
         self._remaining = length - avail
         self._start = self._end = 0
         self._state = _LENGTH

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import itertools
+import tracemalloc
 import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -14,6 +15,7 @@ from hypothesis import strategies as st
 
 from kserve_v2.errors import InvalidInputError, ProtocolError, TransportError
 from kserve_v2.http1 import (
+    FIRST_BODY_BUFFER,
     NoResponse,
     ResponseParser,
     StreamDecoder,
@@ -255,6 +257,69 @@ def test_large_body_is_received_in_place() -> None:
     assert parser.buffer_updated(len(target))
     assert parser.body[:10] == b"x" * 10
     assert parser.body[10:] == b"y" * (1000000 - 10)
+
+
+def test_an_announced_length_allocates_only_what_arrives() -> None:
+    # A server announcing 1 GiB and sending 40 bytes: 1 MiB of body buffer, not 1 GiB.
+    parser = ResponseParser()
+    tracemalloc.start()
+    try:
+        rest = feed(
+            parser, [b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % (1 << 30), b"x" * 40]
+        )
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert rest == b"" and not parser.done
+    assert len(parser.body) == FIRST_BODY_BUFFER
+    assert peak < FIRST_BODY_BUFFER + (512 << 10)
+    with pytest.raises(ProtocolError, match=f"{(1 << 30) - 40} of {1 << 30} bytes still missing"):
+        parser.eof_received()
+
+
+@pytest.mark.parametrize("size", [FIRST_BODY_BUFFER + 1, 5 * FIRST_BODY_BUFFER + 12345])
+def test_a_large_body_grows_in_place_to_exactly_its_length(size: int) -> None:
+    parser = ResponseParser()
+    body = bytes(range(256)) * (size // 256) + b"z" * (size % 256)
+    raw = b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % size + body
+    parser.start()
+    offset = 0
+    first = None
+    sizes = []
+    while not parser.done:
+        buf = parser.get_buffer()
+        if first is None and parser.body:
+            first = parser.body
+        sizes.append(len(parser.body))
+        n = min(len(buf), 300_000, len(raw) - offset)
+        buf[:n] = raw[offset : offset + n]
+        offset += n
+        del buf  # an event loop lets go of the buffer after buffer_updated
+        parser.buffer_updated(n)
+    assert parser.body == body and len(parser.body) == size
+    assert parser.body is first  # grown in place: one bytearray, no copy into a new one
+    # Doubling from FIRST_BODY_BUFFER, capped by the announced length.
+    grown = sorted({s for s in sizes if s})
+    assert grown[0] == FIRST_BODY_BUFFER and grown[-1] == size
+    assert all(b <= 2 * a for a, b in itertools.pairwise(grown))
+
+
+def test_a_body_buffer_still_held_by_the_caller_is_grown_by_copy() -> None:
+    # An event loop that keeps the last buffer while asking for the next: still correct.
+    size = 3 * FIRST_BODY_BUFFER
+    parser = ResponseParser()
+    parser.start()
+    raw = b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % size + b"q" * size
+    held = []
+    offset = 0
+    while not parser.done:
+        buf = parser.get_buffer()
+        held.append(buf)
+        n = min(len(buf), len(raw) - offset)
+        buf[:n] = raw[offset : offset + n]
+        offset += n
+        parser.buffer_updated(n)
+    assert parser.body == b"q" * size
 
 
 def test_stream_mode_hands_out_pieces() -> None:
