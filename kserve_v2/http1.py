@@ -18,7 +18,7 @@ Decompression (``gzip`` / ``deflate``) is separate: :func:`decode_body` for a co
 
 What else the transports decide without I/O lives here too: how request buffers are measured
 (:func:`body_length`) and handed to writers that count with ``len()`` (:func:`byte_views`), and
-when a request is retried (:class:`NoResponse`).
+when a request may be sent again (:class:`NoResponse`).
 
 Anything malformed raises :class:`kserve_v2.errors.ProtocolError`; the parser never lets an
 ``IndexError`` or ``ValueError`` escape.
@@ -36,6 +36,7 @@ __all__ = [
     "FIRST_BODY_BUFFER",
     "NoResponse",
     "OutgoingRequest",
+    "RETRY_SAFE_METHODS",
     "ResponseParser",
     "StreamDecoder",
     "StreamedBody",
@@ -61,8 +62,9 @@ _BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
 _OWN_HEADERS = frozenset({"host", "content-length", "transfer-encoding"})
 
 #: A request as the transports send it: the head's bytes, the body's buffers, the body's length
-#: in bytes, and whether it is a HEAD request (whose response has no body).
-OutgoingRequest = tuple[bytes, Sequence[bytes | bytearray | memoryview], int, bool]
+#: in bytes, whether it is a HEAD request (whose response has no body), and whether it may be
+#: sent again after a connection closed without answering (:meth:`NoResponse.check_retry`).
+OutgoingRequest = tuple[bytes, Sequence[bytes | bytearray | memoryview], int, bool, bool]
 
 _HEXDIGITS = frozenset(b"0123456789abcdefABCDEF")
 _STATUS_CODES = {str(code): code for code in range(100, 1000)}
@@ -134,22 +136,51 @@ def byte_views(
     return out
 
 
+#: Methods whose requests may be sent again after a connection closed without an answer: the
+#: safe methods of RFC 9110 9.2.1 (a server does nothing for them that a second copy would
+#: repeat). An inference (POST) that reached the server is never sent again.
+RETRY_SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "TRACE"})
+
+
 class NoResponse(Exception):
     """The connection closed before a single response byte arrived.
 
-    On a reused keep-alive connection that is the server having closed it while it was idle:
-    the request never reached it, and the transports send it once more on a new connection.
-    On a new connection it is a failure (:meth:`check_retry` decides). The exception's
-    ``__cause__`` is the socket error, if there was one.
+    On a reused keep-alive connection that is often the server having closed it while it was
+    idle, just as the request went out; but it may also have read the request, run it, and
+    died before answering. :meth:`check_retry` decides whether the request is sent again on a
+    new connection. The exception's ``__cause__`` is the socket error, if there was one.
+
+    ``sent``: whether the request may have reached the server whole (False when writing it
+    failed, so that the server cannot have had all of it).
     """
 
-    def check_retry(self, reused: bool, url: str) -> None:
-        """Return when the request may be sent again, on a new connection: the connection had
-        carried earlier requests (``reused``). Otherwise raise the error the caller sees."""
-        if not reused:
-            raise TransportError(
-                "the server closed the connection without sending a response", url=url
-            ) from self.__cause__
+    def __init__(self, *, sent: bool = True) -> None:
+        super().__init__()
+        self.sent = sent
+
+    def check_retry(self, reused: bool, retry_safe: bool, url: str) -> None:
+        """Return when the request may be sent again, on a new connection; otherwise raise
+        the error the caller sees.
+
+        Sent again only on a connection that had carried earlier requests (``reused``: a
+        new connection that closes at once is a failure), and only when no second copy can
+        do harm: the request did not reach the server whole, or its method is safe
+        (``retry_safe``, see :data:`RETRY_SAFE_METHODS`). An inference that was written is
+        never sent twice: the model would run twice.
+
+        >>> NoResponse().check_retry(True, True, "http://h")  # a GET on a reused connection
+        >>> NoResponse(sent=False).check_retry(True, False, "http://h")  # never written whole
+        """
+        if reused and (retry_safe or not self.sent):
+            return
+        if self.sent:
+            message = (
+                "the server closed the connection without sending a response; the request "
+                "may have been processed, so it was not sent again"
+            )
+        else:
+            message = "the server closed the connection without sending a response"
+        raise TransportError(message, url=url) from self.__cause__
 
 
 def serialize_head(

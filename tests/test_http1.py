@@ -270,7 +270,8 @@ def test_an_announced_length_allocates_only_what_arrives() -> None:
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
-    assert rest == b"" and not parser.done
+    assert rest == b""
+    assert not parser.done
     assert len(parser.body) == FIRST_BODY_BUFFER
     assert peak < FIRST_BODY_BUFFER + (512 << 10)
     with pytest.raises(ProtocolError, match=f"{(1 << 30) - 40} of {1 << 30} bytes still missing"):
@@ -296,11 +297,13 @@ def test_a_large_body_grows_in_place_to_exactly_its_length(size: int) -> None:
         offset += n
         del buf  # an event loop lets go of the buffer after buffer_updated
         parser.buffer_updated(n)
-    assert parser.body == body and len(parser.body) == size
+    assert parser.body == body
+    assert len(parser.body) == size
     assert parser.body is first  # grown in place: one bytearray, no copy into a new one
     # Doubling from FIRST_BODY_BUFFER, capped by the announced length.
     grown = sorted({s for s in sizes if s})
-    assert grown[0] == FIRST_BODY_BUFFER and grown[-1] == size
+    assert grown[0] == FIRST_BODY_BUFFER
+    assert grown[-1] == size
     assert all(b <= 2 * a for a, b in itertools.pairwise(grown))
 
 
@@ -384,15 +387,30 @@ def test_byte_views_count_bytes() -> None:
         byte_views([memoryview(bytes(8))[::2]])
 
 
-def test_no_response_is_retried_only_on_a_reused_connection() -> None:
+@pytest.mark.parametrize(
+    ("reused", "retry_safe", "sent", "retried"),
+    [
+        (True, True, True, True),  # a GET on a stale keep-alive connection
+        (True, False, False, True),  # a POST whose writing failed: the server has not all of it
+        (True, False, True, False),  # a POST that was written: it may have run
+        (False, True, True, False),  # a new connection that closes at once: a failure
+        (False, False, False, False),
+    ],
+)
+def test_no_response_is_sent_again_only_when_it_can_do_no_harm(
+    reused: bool, retry_safe: bool, sent: bool, retried: bool
+) -> None:
     cause = ConnectionResetError("reset")
     try:
-        raise NoResponse from cause
+        raise NoResponse(sent=sent) from cause
     except NoResponse as exc:
-        exc.check_retry(True, "http://h")  # a stale keep-alive connection: may retry
+        if retried:
+            exc.check_retry(reused, retry_safe, "http://h")
+            return
         with pytest.raises(TransportError, match="without sending a response") as info:
-            exc.check_retry(False, "http://h")
+            exc.check_retry(reused, retry_safe, "http://h")
     assert info.value.__cause__ is cause
+    assert ("may have been processed" in str(info.value)) == sent
 
 
 @pytest.mark.parametrize(
