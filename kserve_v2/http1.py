@@ -66,6 +66,7 @@ _OWN_HEADERS = frozenset({"host", "content-length", "transfer-encoding"})
 #: sent again after a connection closed without answering (:meth:`NoResponse.check_retry`).
 OutgoingRequest = tuple[bytes, Sequence[bytes | bytearray | memoryview], int, bool, bool]
 
+_STATUS_LINE_START = b"HTTP/"
 _HEXDIGITS = frozenset(b"0123456789abcdefABCDEF")
 _STATUS_CODES = {str(code): code for code in range(100, 1000)}
 _CHUNK_SIZE_DIGITS = 15  # 16**15 bytes is far beyond any real chunk; stops absurd sizes early
@@ -483,6 +484,14 @@ class ResponseParser:
             if state == _HEAD:
                 idx = buf.find(b"\r\n\r\n", self._scan, end)
                 if idx < 0:
+                    # A peer that is no HTTP/1.1 server (an HTTP/2 one's SETTINGS, a TLS
+                    # alert, garbage) is told apart at its first bytes, not at the deadline.
+                    prefix = min(end - start, 5)
+                    if buf[start : start + prefix] != _STATUS_LINE_START[:prefix]:
+                        raise ProtocolError(
+                            "the response does not start with an HTTP/1.x status line",
+                            value=bytes(buf[start : min(end, start + 16)]),
+                        )
                     if end - start >= self._max_header_size:
                         raise ProtocolError(
                             f"response head larger than {self._max_header_size} bytes"

@@ -458,6 +458,27 @@ def test_oversize_head_is_refused() -> None:
         feed(parser, [raw[i : i + 100] for i in range(0, len(raw), 100)])
 
 
+@pytest.mark.parametrize(
+    "first_bytes",
+    [
+        b"\x00\x00\x06\x04\x00\x00\x00\x00\x00",  # an HTTP/2 server's SETTINGS frame
+        b"\x15\x03\x03\x00\x02\x02\x46",  # a TLS alert
+        b"H",  # a good start...
+        b"HTTX",  # ...gone wrong
+        b"ICY 200 OK\r\n",
+    ],
+)
+def test_a_peer_that_is_no_http1_server_is_refused_at_its_first_bytes(first_bytes: bytes) -> None:
+    # Without waiting for a blank line that never comes (the call's deadline).
+    parser = ResponseParser()
+    if first_bytes == b"H":
+        assert feed(parser, [first_bytes]) == b""
+        assert not parser.head_done
+        return
+    with pytest.raises(ProtocolError, match="does not start with an HTTP/1.x status line"):
+        feed(parser, [first_bytes])
+
+
 def test_endless_trailers_are_refused() -> None:
     parser = ResponseParser(max_header_size=1024)
     raw = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n" + b"T: 1234567\r\n" * 200
