@@ -475,7 +475,7 @@ def test_a_peer_that_is_no_http1_server_is_refused_at_its_first_bytes(first_byte
         assert feed(parser, [first_bytes]) == b""
         assert not parser.head_done
         return
-    with pytest.raises(ProtocolError, match="does not start with an HTTP/1.x status line"):
+    with pytest.raises(ProtocolError, match=r"does not start with an HTTP/1\.x status line"):
         feed(parser, [first_bytes])
 
 

@@ -118,7 +118,8 @@ def pool_timeout_error(limit: int, url: str) -> DeadlineExceededError:
 StrPath = Union[str, "os.PathLike[str]"]
 
 #: A peer that went away. On a reused connection before any response byte, this is the stale
-#: keep-alive case that is retried once; otherwise a :class:`TransportError`.
+#: keep-alive case (sent once more only when that can do no harm: ``NoResponse.check_retry``);
+#: otherwise a :class:`TransportError`.
 CONNECTION_LOST = (
     BrokenPipeError,
     ConnectionResetError,
