@@ -7,15 +7,18 @@ Nothing here touches a socket. The transports drive two objects:
   :class:`asyncio.BufferedProtocol` on purpose: the I/O side asks :meth:`ResponseParser.get_buffer`
   where the next bytes should land, receives into it (``socket.recv_into`` or the event loop
   does it), and reports the count with :meth:`ResponseParser.buffer_updated`. That lets a large
-  ``Content-Length`` body be received straight into its final, preallocated ``bytearray`` with no
-  intermediate copies, in both the sync and the async transport.
+  ``Content-Length`` body be received straight into its final ``bytearray`` with no intermediate
+  copies, in both the sync and the async transport. The body's buffer follows the bytes that
+  arrive, not the ``Content-Length`` the server announced: it starts at
+  :data:`FIRST_BODY_BUFFER` and doubles in place when full (an 84-byte response announcing
+  1 GiB costs 1 MiB, not 1 GiB).
 
 Decompression (``gzip`` / ``deflate``) is separate: :func:`decode_body` for a complete body and
 :class:`StreamDecoder` for a streamed one (:class:`StreamedBody` pairs it with the parser).
 
 What else the transports decide without I/O lives here too: how request buffers are measured
 (:func:`body_length`) and handed to writers that count with ``len()`` (:func:`byte_views`), and
-when a request is retried (:class:`NoResponse`).
+when a request may be sent again (:class:`NoResponse`).
 
 Anything malformed raises :class:`kserve_v2.errors.ProtocolError`; the parser never lets an
 ``IndexError`` or ``ValueError`` escape.
@@ -30,8 +33,10 @@ from kserve_v2.errors import InvalidInputError, ProtocolError, TransportError
 
 __all__ = [
     "DEFAULT_MAX_HEADER_SIZE",
+    "FIRST_BODY_BUFFER",
     "NoResponse",
     "OutgoingRequest",
+    "RETRY_SAFE_METHODS",
     "ResponseParser",
     "StreamDecoder",
     "StreamedBody",
@@ -46,6 +51,12 @@ __all__ = [
 
 #: Upper bound of a response head (status line + headers) and of any single framing line.
 DEFAULT_MAX_HEADER_SIZE = 64 * 1024
+#: The first buffer of a ``Content-Length`` body larger than what came with its head: the
+#: buffer then doubles (up to the announced length) each time it is full, so memory follows
+#: the bytes received and a lying ``Content-Length`` costs at most this much. Growing happens
+#: in place (``realloc``; large blocks are remapped, not copied), and the finished body is one
+#: ``bytearray`` of exactly the announced length.
+FIRST_BODY_BUFFER = 1024 * 1024
 
 # Methods whose requests carry a Content-Length even when the body is empty (RFC 9110 8.6).
 _BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
@@ -53,9 +64,11 @@ _BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
 _OWN_HEADERS = frozenset({"host", "content-length", "transfer-encoding"})
 
 #: A request as the transports send it: the head's bytes, the body's buffers, the body's length
-#: in bytes, and whether it is a HEAD request (whose response has no body).
-OutgoingRequest = tuple[bytes, Sequence[bytes | bytearray | memoryview], int, bool]
+#: in bytes, whether it is a HEAD request (whose response has no body), and whether it may be
+#: sent again after a connection closed without answering (:meth:`NoResponse.check_retry`).
+OutgoingRequest = tuple[bytes, Sequence[bytes | bytearray | memoryview], int, bool, bool]
 
+_STATUS_LINE_START = b"HTTP/"
 _HEXDIGITS = frozenset(b"0123456789abcdefABCDEF")
 _STATUS_CODES = {str(code): code for code in range(100, 1000)}
 _CHUNK_SIZE_DIGITS = 15  # 16**15 bytes is far beyond any real chunk; stops absurd sizes early
@@ -106,6 +119,16 @@ def speaks_http2_error(grpc_url: str | None = None) -> ProtocolError:
     )
 
 
+_ZEROS: list[memoryview] = []
+
+
+def _zeros() -> memoryview:
+    """A :data:`FIRST_BODY_BUFFER`-sized block of zeros (made on first use)."""
+    if not _ZEROS:
+        _ZEROS.append(memoryview(bytes(FIRST_BODY_BUFFER)))
+    return _ZEROS[0]
+
+
 def _preview(data: bytes | bytearray | str, limit: int = 80) -> str:
     text = data if isinstance(data, str) else bytes(data[: limit + 1]).decode("latin-1")
     return repr(text if len(text) <= limit else text[:limit] + "...")
@@ -149,22 +172,51 @@ def byte_views(
     return out
 
 
+#: Methods whose requests may be sent again after a connection closed without an answer: the
+#: safe methods of RFC 9110 9.2.1 (a server does nothing for them that a second copy would
+#: repeat). An inference (POST) that reached the server is never sent again.
+RETRY_SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "TRACE"})
+
+
 class NoResponse(Exception):
     """The connection closed before a single response byte arrived.
 
-    On a reused keep-alive connection that is the server having closed it while it was idle:
-    the request never reached it, and the transports send it once more on a new connection.
-    On a new connection it is a failure (:meth:`check_retry` decides). The exception's
-    ``__cause__`` is the socket error, if there was one.
+    On a reused keep-alive connection that is often the server having closed it while it was
+    idle, just as the request went out; but it may also have read the request, run it, and
+    died before answering. :meth:`check_retry` decides whether the request is sent again on a
+    new connection. The exception's ``__cause__`` is the socket error, if there was one.
+
+    ``sent``: whether the request may have reached the server whole (False when writing it
+    failed, so that the server cannot have had all of it).
     """
 
-    def check_retry(self, reused: bool, url: str) -> None:
-        """Return when the request may be sent again, on a new connection: the connection had
-        carried earlier requests (``reused``). Otherwise raise the error the caller sees."""
-        if not reused:
-            raise TransportError(
-                "the server closed the connection without sending a response", url=url
-            ) from self.__cause__
+    def __init__(self, *, sent: bool = True) -> None:
+        super().__init__()
+        self.sent = sent
+
+    def check_retry(self, reused: bool, retry_safe: bool, url: str) -> None:
+        """Return when the request may be sent again, on a new connection; otherwise raise
+        the error the caller sees.
+
+        Sent again only on a connection that had carried earlier requests (``reused``: a
+        new connection that closes at once is a failure), and only when no second copy can
+        do harm: the request did not reach the server whole, or its method is safe
+        (``retry_safe``, see :data:`RETRY_SAFE_METHODS`). An inference that was written is
+        never sent twice: the model would run twice.
+
+        >>> NoResponse().check_retry(True, True, "http://h")  # a GET on a reused connection
+        >>> NoResponse(sent=False).check_retry(True, False, "http://h")  # never written whole
+        """
+        if reused and (retry_safe or not self.sent):
+            return
+        if self.sent:
+            message = (
+                "the server closed the connection without sending a response; the request "
+                "may have been processed, so it was not sent again"
+            )
+        else:
+            message = "the server closed the connection without sending a response"
+        raise TransportError(message, url=url) from self.__cause__
 
 
 def serialize_head(
@@ -274,6 +326,7 @@ class ResponseParser:
         "_last_framing",
         "_last_head",
         "_last_parse",
+        "_length",
         "_max_body_size",
         "_max_header_size",
         "_remaining",
@@ -317,6 +370,7 @@ class ResponseParser:
         self._state = _IDLE
         self._head_request = False
         self._remaining = 0
+        self._length = 0  # the Content-Length of the body being received (_LENGTH)
         self._chunk_left = 0
         self._trailer_bytes = 0
         self._body_view: memoryview | None = None
@@ -384,12 +438,16 @@ class ResponseParser:
         """Return the writable buffer the next received bytes must be written to.
 
         Never empty. While a ``Content-Length`` body is being received this is the unfilled
-        tail of the body itself.
+        tail of the body itself, grown (doubled) first when it is full. The caller must not
+        keep the buffer beyond its :meth:`buffer_updated` call.
         """
         if self._state == _LENGTH:
+            filled = self._length - self._remaining
+            if filled == len(self.body):
+                self._grow_body(filled)
             view = self._body_view
             assert view is not None
-            return view[len(self.body) - self._remaining :]
+            return view[filled:]
         if self._end == len(self._buf):
             # Only reachable between responses or after DONE with trailing garbage; keep the
             # "never empty" promise by dropping what cannot be parsed anyway.
@@ -478,6 +536,14 @@ class ResponseParser:
                     raise speaks_http2_error(self._grpc_url)
                 idx = buf.find(b"\r\n\r\n", self._scan, end)
                 if idx < 0:
+                    # A peer that is no HTTP/1.1 server (an HTTP/2 one's SETTINGS, a TLS
+                    # alert, garbage) is told apart at its first bytes, not at the deadline.
+                    prefix = min(end - start, 5)
+                    if buf[start : start + prefix] != _STATUS_LINE_START[:prefix]:
+                        raise ProtocolError(
+                            "the response does not start with an HTTP/1.x status line",
+                            value=bytes(buf[start : min(end, start + 16)]),
+                        )
                     if end - start >= self._max_header_size:
                         raise ProtocolError(
                             f"response head larger than {self._max_header_size} bytes"
@@ -572,6 +638,34 @@ class ResponseParser:
             self.keep_alive = False
             raise body_too_large(limit)
 
+    def _grow_body(self, filled: int) -> None:
+        """Double the full body buffer (up to the announced length)."""
+        body = self.body
+        size = min(self._length, max(2 * filled, FIRST_BODY_BUFFER))
+        # Our own view must go for the bytearray to be resized in place.
+        self._body_view = None
+        try:
+            try:
+                # Appended from one small zero block, not bytes(n): a temporary the size of the
+                # growth would be zeroed (calloc) and then copied, twice the work.
+                zeros = _zeros()
+                while len(body) < size:
+                    body += zeros[: size - len(body)]
+            except BufferError:
+                # Someone still holds a view of the last buffer (an event loop that does not
+                # let it go after buffer_updated): grow into a new bytearray instead.
+                grown = bytearray(size)
+                grown[:filled] = body
+                body = self.body = grown
+        except MemoryError:
+            # A peer's Content-Length must not crash the caller: say what it claimed.
+            raise ProtocolError(
+                f"response body of {self._length} bytes (Content-Length) cannot be allocated "
+                f"beyond its first {filled} bytes",
+                value=self._length,
+            ) from None
+        self._body_view = memoryview(body)
+
     def _compact(self) -> None:
         """Make room at the end of the scratch buffer by moving unconsumed bytes to the front."""
         start = self._start
@@ -652,18 +746,13 @@ class ResponseParser:
             self._start = start + length
             self._finish()
             return
-        try:
-            body = bytearray(length)
-        except MemoryError:
-            # A peer's Content-Length must not crash the caller: say what it claimed.
-            raise ProtocolError(
-                f"response announces a {length}-byte body (Content-Length) that cannot be "
-                "allocated",
-                value=length,
-            ) from None
+        # Memory follows the bytes received: the rest of the body gets its room as it comes
+        # (get_buffer grows it), never all at once on the server's word.
+        body = bytearray(min(length, max(avail, FIRST_BODY_BUFFER)))
         body[:avail] = self._view[start : self._end]
         self.body = body
         self._body_view = memoryview(body)
+        self._length = length
         self._remaining = length - avail
         self._start = self._end = 0
         self._state = _LENGTH

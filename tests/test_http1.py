@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import itertools
+import tracemalloc
 import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -14,6 +15,7 @@ from hypothesis import strategies as st
 
 from kserve_v2.errors import InvalidInputError, ProtocolError, TransportError
 from kserve_v2.http1 import (
+    FIRST_BODY_BUFFER,
     NoResponse,
     ResponseParser,
     StreamDecoder,
@@ -257,6 +259,72 @@ def test_large_body_is_received_in_place() -> None:
     assert parser.body[10:] == b"y" * (1000000 - 10)
 
 
+def test_an_announced_length_allocates_only_what_arrives() -> None:
+    # A server announcing 1 GiB and sending 40 bytes: 1 MiB of body buffer, not 1 GiB.
+    parser = ResponseParser()
+    tracemalloc.start()
+    try:
+        rest = feed(
+            parser, [b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % (1 << 30), b"x" * 40]
+        )
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert rest == b""
+    assert not parser.done
+    assert len(parser.body) == FIRST_BODY_BUFFER
+    assert peak < FIRST_BODY_BUFFER + (512 << 10)
+    with pytest.raises(ProtocolError, match=f"{(1 << 30) - 40} of {1 << 30} bytes still missing"):
+        parser.eof_received()
+
+
+@pytest.mark.parametrize("size", [FIRST_BODY_BUFFER + 1, 5 * FIRST_BODY_BUFFER + 12345])
+def test_a_large_body_grows_in_place_to_exactly_its_length(size: int) -> None:
+    parser = ResponseParser()
+    body = bytes(range(256)) * (size // 256) + b"z" * (size % 256)
+    raw = b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % size + body
+    parser.start()
+    offset = 0
+    first = None
+    sizes = []
+    while not parser.done:
+        buf = parser.get_buffer()
+        if first is None and parser.body:
+            first = parser.body
+        sizes.append(len(parser.body))
+        n = min(len(buf), 300_000, len(raw) - offset)
+        buf[:n] = raw[offset : offset + n]
+        offset += n
+        del buf  # an event loop lets go of the buffer after buffer_updated
+        parser.buffer_updated(n)
+    assert parser.body == body
+    assert len(parser.body) == size
+    assert parser.body is first  # grown in place: one bytearray, no copy into a new one
+    # Doubling from FIRST_BODY_BUFFER, capped by the announced length.
+    grown = sorted({s for s in sizes if s})
+    assert grown[0] == FIRST_BODY_BUFFER
+    assert grown[-1] == size
+    assert all(b <= 2 * a for a, b in itertools.pairwise(grown))
+
+
+def test_a_body_buffer_still_held_by_the_caller_is_grown_by_copy() -> None:
+    # An event loop that keeps the last buffer while asking for the next: still correct.
+    size = 3 * FIRST_BODY_BUFFER
+    parser = ResponseParser()
+    parser.start()
+    raw = b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % size + b"q" * size
+    held = []
+    offset = 0
+    while not parser.done:
+        buf = parser.get_buffer()
+        held.append(buf)
+        n = min(len(buf), len(raw) - offset)
+        buf[:n] = raw[offset : offset + n]
+        offset += n
+        parser.buffer_updated(n)
+    assert parser.body == b"q" * size
+
+
 def test_stream_mode_hands_out_pieces() -> None:
     parser = ResponseParser()
     parser.start(stream=True)
@@ -319,15 +387,30 @@ def test_byte_views_count_bytes() -> None:
         byte_views([memoryview(bytes(8))[::2]])
 
 
-def test_no_response_is_retried_only_on_a_reused_connection() -> None:
+@pytest.mark.parametrize(
+    ("reused", "retry_safe", "sent", "retried"),
+    [
+        (True, True, True, True),  # a GET on a stale keep-alive connection
+        (True, False, False, True),  # a POST whose writing failed: the server has not all of it
+        (True, False, True, False),  # a POST that was written: it may have run
+        (False, True, True, False),  # a new connection that closes at once: a failure
+        (False, False, False, False),
+    ],
+)
+def test_no_response_is_sent_again_only_when_it_can_do_no_harm(
+    reused: bool, retry_safe: bool, sent: bool, retried: bool
+) -> None:
     cause = ConnectionResetError("reset")
     try:
-        raise NoResponse from cause
+        raise NoResponse(sent=sent) from cause
     except NoResponse as exc:
-        exc.check_retry(True, "http://h")  # a stale keep-alive connection: may retry
+        if retried:
+            exc.check_retry(reused, retry_safe, "http://h")
+            return
         with pytest.raises(TransportError, match="without sending a response") as info:
-            exc.check_retry(False, "http://h")
+            exc.check_retry(reused, retry_safe, "http://h")
     assert info.value.__cause__ is cause
+    assert ("may have been processed" in str(info.value)) == sent
 
 
 @pytest.mark.parametrize(
@@ -373,6 +456,31 @@ def test_oversize_head_is_refused() -> None:
     raw = b"HTTP/1.1 200 OK\r\n" + b"X-Big: " + b"a" * 2000 + b"\r\n\r\n"
     with pytest.raises(ProtocolError, match="larger than 1024"):
         feed(parser, [raw[i : i + 100] for i in range(0, len(raw), 100)])
+
+
+@pytest.mark.parametrize(
+    "first_bytes",
+    [
+        b"\x00\x00\x06\x04\x00\x00\x00\x00\x00",  # an HTTP/2 server's SETTINGS frame
+        b"\x15\x03\x03\x00\x02\x02\x46",  # a TLS alert
+        b"H",  # a good start...
+        b"HTTX",  # ...gone wrong
+        b"ICY 200 OK\r\n",
+    ],
+)
+def test_a_peer_that_is_no_http1_server_is_refused_at_its_first_bytes(first_bytes: bytes) -> None:
+    # Without waiting for a blank line that never comes (the call's deadline).
+    parser = ResponseParser()
+    if first_bytes == b"H":
+        assert feed(parser, [first_bytes]) == b""
+        assert not parser.head_done
+        return
+    # An HTTP/2 server's first frame is named as such (see test_scheme_mismatch.py).
+    expected = (
+        "speaks HTTP/2" if first_bytes.startswith(b"\x00") else "does not start with an HTTP/1"
+    )
+    with pytest.raises(ProtocolError, match=expected):
+        feed(parser, [first_bytes])
 
 
 def test_endless_trailers_are_refused() -> None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import sys
 from collections import deque
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import cast
 
@@ -34,6 +34,7 @@ from kserve_v2.transport.sockets import (
     connect_error,
     connect_timeout,
     pool_timeout_error,
+    readable_check,
 )
 
 __all__ = ["AsyncHTTPTransport"]
@@ -71,6 +72,8 @@ class _Connection(asyncio.BufferedProtocol):
         self.tls = False
         self.write_paused = False
         self.read_paused = False
+        # Whether the socket has something to read (set once connected; see looks_dead).
+        self.readable: Callable[[], bool] | None = None
         # Lazy timer: one TimerHandle per connection, re-armed only when it fires early or a
         # shorter deadline comes. Scheduling and cancelling a timer for every request costs
         # more than a quarter of a small request's CPU time.
@@ -83,6 +86,9 @@ class _Connection(asyncio.BufferedProtocol):
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         # Not isinstance-checked: uvloop's transports do not derive from asyncio.Transport.
         self.transport = cast(asyncio.Transport, transport)
+        sock = transport.get_extra_info("socket")
+        if sock is not None:
+            self.readable = readable_check(sock.fileno())
 
     def get_buffer(self, sizehint: int) -> memoryview:
         return self.parser.get_buffer()
@@ -174,6 +180,14 @@ class _Connection(asyncio.BufferedProtocol):
             return
         self._wake()
 
+    def looks_dead(self) -> bool:
+        """Whether an idle connection was closed (or written to) by the server: known to the
+        protocol once the event loop saw it, or still waiting in the socket (one poll)."""
+        if self.broken:
+            return True
+        readable = self.readable
+        return readable is not None and readable()
+
     def arm(self, deadline: float | None) -> None:
         """Fail the exchange in flight with DeadlineExceededError at ``deadline``."""
         self.deadline = deadline
@@ -241,7 +255,7 @@ class _Connection(asyncio.BufferedProtocol):
         self, outgoing: OutgoingRequest, deadline: float | None, stream: bool
     ) -> None:
         """Send the request and receive its response (its head only when ``stream``)."""
-        head, body, length, head_request = outgoing
+        head, body, length, head_request, _ = outgoing
         parser = self.parser
         parser.start(head_request=head_request, stream=stream)
         self.error = None
@@ -252,7 +266,7 @@ class _Connection(asyncio.BufferedProtocol):
             transport = self.transport
             assert transport is not None
             if self.broken:
-                raise NoResponse
+                raise NoResponse(sent=False)
             if not body:
                 transport.write(head)
             elif (
@@ -293,7 +307,7 @@ class _Pool(OriginPool[_Connection]):
         idle = self.idle
         if idle and not self.closed:
             conn = idle.pop()
-            if not conn.broken:
+            if not conn.looks_dead():
                 return conn
             self.count -= 1
             conn.abort()
@@ -309,7 +323,7 @@ class _Pool(OriginPool[_Connection]):
             idle = self.idle
             while idle:
                 conn = idle.pop()  # LIFO: the warmest connection
-                if not conn.broken:
+                if not conn.looks_dead():
                     return conn
                 self.count -= 1
                 conn.abort()
@@ -510,8 +524,9 @@ class AsyncHTTPTransport(PooledTransport[_Pool], AsyncClosesOnExit):
                     await conn.roundtrip(outgoing, deadline, stream)
                     return conn
                 except NoResponse as exc:
-                    exc.check_retry(conn.reused, pool.origin.url)
-                # A keep-alive connection the server had already closed: one fresh try.
+                    exc.check_retry(conn.reused, outgoing[4], pool.origin.url)
+                # A keep-alive connection the server closed as the request went out: one
+                # fresh try, for a request that can do no harm twice.
                 conn.abort()
                 conn = None
         except BaseException:

@@ -9,11 +9,13 @@ httpx is imported when one of these classes is instantiated, never at module imp
 
 from __future__ import annotations
 
+import asyncio
 import math
 import ssl
 import threading
 from collections.abc import AsyncIterator, Iterator, Mapping
 from contextlib import asynccontextmanager, contextmanager
+from time import monotonic
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 from kserve_v2.arguments import check_max_response_size
@@ -26,7 +28,13 @@ from kserve_v2.errors import (
     ProtocolError,
     TransportError,
 )
-from kserve_v2.http1 import body_length, body_too_large, byte_views, speaks_http2_error
+from kserve_v2.http1 import (
+    body_length,
+    body_too_large,
+    byte_views,
+    decode_body,
+    speaks_http2_error,
+)
 from kserve_v2.interfaces import HTTPRequest, HTTPResponse
 from kserve_v2.transport.sockets import (
     AsyncClosesOnExit,
@@ -34,6 +42,7 @@ from kserve_v2.transport.sockets import (
     StrPath,
     TLSConfig,
     base_origin,
+    deadline_after,
     parse_origin,
 )
 
@@ -89,7 +98,10 @@ def _translated(url: str | None) -> Iterator[None]:
     try:
         yield
     except Exception as exc:
-        if isinstance(exc, (OSError, _import_httpx().HTTPError)):
+        # The package's own errors pass (DeadlineExceededError is also a TimeoutError).
+        if not isinstance(exc, KServeError) and isinstance(
+            exc, (OSError, _import_httpx().HTTPError)
+        ):
             raise _translate(exc, url) from exc
         raise
 
@@ -100,23 +112,37 @@ def _finite(timeout: float | None) -> float | None:
 
 
 class _BoundedBody:
-    """A body read piece by piece and refused once it exceeds ``limit`` bytes; one announced
-    as larger (Content-Length) is refused before any of it is read."""
+    """A body read piece by piece as received (undecoded) and refused once it exceeds
+    ``limit`` bytes; one announced as larger (Content-Length) is refused before any of it is
+    read. :meth:`decoded` then undoes its Content-Encoding within the same limit: httpx would
+    inflate each received piece whole, about a thousandfold for a "decompression bomb"."""
 
-    __slots__ = ("_decoded", "_limit", "data")
+    __slots__ = ("_encoding", "_limit", "data")
 
     def __init__(self, response: Any, limit: int) -> None:
         announced = response.headers.get("content-length", "")
         if announced.isdigit() and int(announced) > limit:
             raise body_too_large(limit, int(announced))
         self._limit = limit
-        self._decoded = "content-encoding" in response.headers
+        self._encoding = response.headers.get("content-encoding")
         self.data = bytearray()
 
     def add(self, piece: bytes) -> None:
         self.data += piece
         if len(self.data) > self._limit:
-            raise body_too_large(self._limit, decoded=self._decoded)
+            raise body_too_large(self._limit)
+
+    def decoded(self) -> bytearray:
+        if self._encoding is None:
+            return self.data
+        return decode_body(self.data, self._encoding, self._limit)
+
+
+def _check_deadline(deadline: float | None, url: str) -> None:
+    """httpx's timeouts bound each read, not the exchange: a server that trickles the body
+    a byte at a time is stopped here, between pieces."""
+    if deadline is not None and monotonic() > deadline:
+        raise DeadlineExceededError("request timed out while receiving the body", url=url)
 
 
 _Client = TypeVar("_Client")
@@ -227,6 +253,14 @@ class _HTTPXBase(Generic[_Client]):
             connect = timed
         return self._httpx.Timeout(timed, connect=connect)
 
+    def _total_timeout(self, request: HTTPRequest) -> float | None:
+        """The whole call's timeout in seconds (None: none)."""
+        if request.timeout is not None:
+            return None if request.timeout == math.inf else request.timeout
+        client: Any = self._client
+        read = client.timeout.read
+        return read if read is None or read != math.inf else None
+
     @staticmethod
     def _response(response: _httpx.Response, body: BytesLike) -> HTTPResponse:
         return HTTPResponse(
@@ -257,12 +291,19 @@ class HTTPXTransport(_HTTPXBase["_httpx.Client"], ClosesOnExit):
         server_hostname: TLS SNI / certificate host name (httpx ``sni_hostname`` extension).
         max_response_size: largest response body accepted, as announced and after
             decompression (``None``: no limit); a larger one raises
-            :class:`~kserve_v2.errors.ProtocolError`. httpx inflates a compressed body one
-            received piece at a time, so the check comes after each piece (a piece of a
-            "decompression bomb" can inflate about a thousandfold before it is refused).
+            :class:`~kserve_v2.errors.ProtocolError`. With a limit, the body is received
+            as sent and decompressed by this package within the limit (httpx would inflate
+            each received piece whole: a thousandfold for a "decompression bomb").
 
     Timeouts: ``HTTPRequest.timeout`` becomes httpx's per-phase timeout (connect, each read,
-    each write, pool wait), not a bound on the whole exchange.
+    each write, pool wait), and bounds the whole call as well: the asyncio transport cancels
+    the exchange at the deadline; the sync one checks it between received body pieces, so a
+    server that trickles the response *head* a byte at a time still holds a sync call past
+    its timeout (each read gets its byte in time). httpx's own behaviours that the default
+    transports do not share: a response head must fit in 16 KiB (h11's limit), garbage in
+    place of a status line is only refused at the deadline, and bytes beyond a response's
+    Content-Length are taken for the start of the next response on that connection (whose
+    request then fails with :class:`~kserve_v2.errors.ProtocolError`).
 
     Example::
 
@@ -294,15 +335,23 @@ class HTTPXTransport(_HTTPXBase["_httpx.Client"], ClosesOnExit):
         """Send ``request`` and return the complete (decompressed) response."""
         url, options = self._prepare(request)
         limit = self._max_response_size
-        with self._slot(request, url), _translated(url):
+        deadline = deadline_after(self._total_timeout(request), monotonic())
+        with (
+            self._slot(request, url),
+            _translated(url),
+            self._client.stream(request.method, url, **options) as response,
+        ):
             if limit is None:
-                response = self._client.request(request.method, url, **options)
-                return self._response(response, response.content)
-            with self._client.stream(request.method, url, **options) as response:
-                bounded = _BoundedBody(response, limit)
+                chunks = []
                 for piece in response.iter_bytes():
-                    bounded.add(piece)
-                return self._response(response, bounded.data)
+                    _check_deadline(deadline, url)
+                    chunks.append(piece)
+                return self._response(response, b"".join(chunks))
+            bounded = _BoundedBody(response, limit)
+            for piece in response.iter_raw():
+                _check_deadline(deadline, url)
+                bounded.add(piece)
+            return self._response(response, bounded.decoded())
 
     @contextmanager
     def stream(self, request: HTTPRequest) -> Iterator[_HTTPXStreamingResponse]:
@@ -363,16 +412,29 @@ class AsyncHTTPXTransport(_HTTPXBase["_httpx.AsyncClient"], AsyncClosesOnExit):
     async def handle_async_request(self, request: HTTPRequest) -> HTTPResponse:
         """Send ``request`` and return the complete (decompressed) response."""
         url, options = self._aprepare(request)
-        limit = self._max_response_size
+        timeout = self._total_timeout(request)
         with _translated(url):
-            if limit is None:
-                response = await self._client.request(request.method, url, **options)
-                return self._response(response, response.content)
-            async with self._client.stream(request.method, url, **options) as response:
-                bounded = _BoundedBody(response, limit)
-                async for piece in response.aiter_bytes():
-                    bounded.add(piece)
-                return self._response(response, bounded.data)
+            if timeout is None:
+                return await self._exchange(request, url, options)
+            # httpx's timeouts bound each read, not the exchange (a server trickling its
+            # answer a byte at a time would hold the call for ever): the whole call is bounded.
+            try:
+                return await asyncio.wait_for(self._exchange(request, url, options), timeout)
+            except asyncio.TimeoutError:
+                raise DeadlineExceededError("request timed out", url=url) from None
+
+    async def _exchange(
+        self, request: HTTPRequest, url: str, options: dict[str, Any]
+    ) -> HTTPResponse:
+        limit = self._max_response_size
+        if limit is None:
+            response = await self._client.request(request.method, url, **options)
+            return self._response(response, response.content)
+        async with self._client.stream(request.method, url, **options) as response:
+            bounded = _BoundedBody(response, limit)
+            async for piece in response.aiter_raw():
+                bounded.add(piece)
+            return self._response(response, bounded.decoded())
 
     @asynccontextmanager
     async def astream(self, request: HTTPRequest) -> AsyncIterator[_AsyncHTTPXStreamingResponse]:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import math
 import os
+import select
 import socket
 import ssl
 import threading
@@ -35,6 +36,7 @@ from kserve_v2.errors import (
 )
 from kserve_v2.http1 import (
     DEFAULT_MAX_HEADER_SIZE,
+    RETRY_SAFE_METHODS,
     OutgoingRequest,
     ResponseParser,
     StreamedBody,
@@ -65,6 +67,7 @@ __all__ = [
     "deadline_after",
     "parse_origin",
     "pool_timeout_error",
+    "readable_check",
     "sendmsg_rest",
 ]
 
@@ -115,7 +118,8 @@ def pool_timeout_error(limit: int, url: str) -> DeadlineExceededError:
 StrPath = Union[str, "os.PathLike[str]"]
 
 #: A peer that went away. On a reused connection before any response byte, this is the stale
-#: keep-alive case that is retried once; otherwise a :class:`TransportError`.
+#: keep-alive case (sent once more only when that can do no harm: ``NoResponse.check_retry``);
+#: otherwise a :class:`TransportError`.
 CONNECTION_LOST = (
     BrokenPipeError,
     ConnectionResetError,
@@ -123,6 +127,30 @@ CONNECTION_LOST = (
     ssl.SSLEOFError,
     ssl.SSLZeroReturnError,
 )
+
+
+def readable_check(fd: int) -> Callable[[], bool]:
+    """A check of whether the socket ``fd`` has something to read right now, without waiting.
+
+    For a pooled connection between requests, anything to read is fatal: the server closed it
+    (EOF), reset it, or sent bytes nobody asked for (e.g. a 408). The pools ask before every
+    reuse, as httpcore does, so that a request is not written to a connection that is known to
+    be gone: one ``poll`` system call, on an object made once per connection.
+    """
+    if hasattr(select, "poll"):
+        poller = select.poll()
+        # POLLERR, POLLHUP and POLLNVAL (a closed descriptor) are reported whatever is asked.
+        poller.register(fd, select.POLLIN)
+        poll = poller.poll
+        return lambda: bool(poll(0))
+
+    def check() -> bool:  # pragma: no cover - platforms without poll (Windows)
+        try:
+            return bool(select.select([fd], [], [], 0)[0])
+        except (OSError, ValueError):
+            return True
+
+    return check
 
 
 # Linux refuses more than IOV_MAX (1024) buffers in one sendmsg call.
@@ -476,7 +504,8 @@ class PooledTransport(Generic[_Pool]):
         head = serialize_head(method, target, pool.origin.host_header, request.headers, length)
         # deadline_after(), inlined: this runs for every request.
         deadline = None if timeout is None or timeout == math.inf else now + timeout
-        return pool, (head, body, length, method == "HEAD"), deadline, timeout
+        safe = method in RETRY_SAFE_METHODS
+        return pool, (head, body, length, method == "HEAD", safe), deadline, timeout
 
     def _finish(self, pool: _Pool, conn: Any, parser: ResponseParser) -> HTTPResponse:
         """The complete response ``parser`` holds: ``conn`` goes back to ``pool`` first, then

@@ -10,7 +10,6 @@ shared with the asyncio transport (:mod:`.sockets`).
 
 from __future__ import annotations
 
-import select
 import socket
 import ssl
 import struct
@@ -41,6 +40,7 @@ from kserve_v2.transport.sockets import (
     connect_timeout,
     deadline_after,
     pool_timeout_error,
+    readable_check,
     sendmsg_rest,
 )
 
@@ -56,17 +56,14 @@ _TLS_SLICE = 1024 * 1024
 _TIMEOUT_SLACK = 0.002
 _KERNEL_TIMEOUTS = sys.platform.startswith("linux") and hasattr(socket, "SO_RCVTIMEO")
 _NO_TIMEVAL = struct.pack("ll", 0, 0)
-# Pooled connections idle for longer than this are checked for a server-side close before reuse
-# (one poll). Recently used ones skip the check: the single retry covers that race.
-_IDLE_CHECK_AFTER = 1.0
 
 
 class _Connection:
     __slots__ = (
-        "idle_since",
         "kernel_timeouts",
         "parser",
         "rcv_timeout",
+        "readable",
         "reused",
         "snd_timeout",
         "sock",
@@ -86,7 +83,7 @@ class _Connection:
         self.tls = tls
         self.parser = ResponseParser(max_head, max_body, grpc_url=grpc_url)
         self.reused = False
-        self.idle_since = 0.0
+        self.readable = readable_check(sock.fileno())
         # Plain sockets on Linux stay in blocking mode with SO_RCVTIMEO/SO_SNDTIMEO bounding
         # each call: Python's own timeout mode polls before every send and recv, which doubles
         # the syscalls of a small request. TLS sockets need Python's mode (a blocking SSL read
@@ -141,18 +138,13 @@ class _Connection:
         sock = self.sock
         if self.tls and isinstance(sock, ssl.SSLSocket) and sock.pending():
             return True
-        try:
-            readable, _, _ = select.select([sock], [], [], 0)
-        except (OSError, ValueError):
-            return True
-        # Readable while idle: EOF, a reset, or bytes nobody asked for (e.g. a 408). All fatal.
-        return bool(readable)
+        return self.readable()
 
     # -- one exchange ------------------------------------------------------------------------
 
     def roundtrip(self, outgoing: OutgoingRequest, deadline: float | None, stream: bool) -> None:
         """Send the request and receive its response (its head only when ``stream``)."""
-        head, body, length, head_request = outgoing
+        head, body, length, head_request, _ = outgoing
         parser = self.parser
         parser.start(head_request=head_request, stream=stream)
         try:
@@ -163,7 +155,8 @@ class _Connection:
                 self.receive(deadline, stream)
             except NoResponse:
                 if self.reused:
-                    raise NoResponse from exc  # stale keep-alive connection: retried
+                    # The server cannot have had the whole request: it may be sent again.
+                    raise NoResponse(sent=False) from exc
                 raise TransportError(f"connection lost while sending the request: {exc}") from exc
             # Errors after some response bytes propagate as they are: never retried.
             parser.keep_alive = False  # the request was not sent whole
@@ -285,14 +278,12 @@ class _Pool(OriginPool[_Connection]):
         if not conn.parser.keep_alive:
             self.discard(conn)
             return
-        now = monotonic()
         with self._lock:
             if self._closed:
                 self._count -= 1
                 conn.close()
                 return
             conn.reused = True
-            conn.idle_since = now
             self._idle.append(conn)
             if self._waiting:
                 self._cond.notify()
@@ -431,15 +422,13 @@ class HTTPTransport(PooledTransport[_Pool], ClosesOnExit):
         """Send the request and receive the response (or only its head when ``stream``).
 
         Returns the connection, for the caller to release to ``pool``. A pooled connection
-        that turns out to be closed before any response byte arrived is replaced once.
+        the server closed while it was idle is replaced before anything is written to it. One
+        that closes without a response byte after the request went out is replaced once, for
+        requests that may be sent again (:meth:`NoResponse.check_retry`).
         """
         conn = pool.checkout(deadline)
         try:
-            if (
-                conn is not None
-                and conn.idle_since
-                and (monotonic() - conn.idle_since > _IDLE_CHECK_AFTER and conn.looks_dead())
-            ):
+            if conn is not None and conn.looks_dead():
                 conn.close()
                 conn = None
             while True:
@@ -449,8 +438,9 @@ class HTTPTransport(PooledTransport[_Pool], ClosesOnExit):
                     conn.roundtrip(outgoing, deadline, stream)
                     return conn
                 except NoResponse as exc:
-                    exc.check_retry(conn.reused, pool.origin.url)
-                # A keep-alive connection the server had already closed: one fresh try.
+                    exc.check_retry(conn.reused, outgoing[4], pool.origin.url)
+                # A keep-alive connection the server closed as the request went out: one
+                # fresh try, for a request that can do no harm twice.
                 conn.close()
                 conn = None
         except BaseException:

@@ -128,6 +128,29 @@ async def test_large_body_on_a_reused_connection(serve: Serve) -> None:
     assert server.connections == 1
 
 
+async def test_idle_connection_closed_before_the_loop_saw_it_is_not_used(serve: Serve) -> None:
+    # The server closes the idle connection and the event loop has had no turn to see the
+    # EOF: the pool's poll before reuse finds it, so the inference goes out on a new
+    # connection, once (a written one would not be sent again).
+    closed = threading.Event()
+
+    def handler(conn: ServerConn) -> None:
+        request = conn.read_request()
+        if request is not None:
+            conn.respond(200, request.body)
+            conn.sock.shutdown(socket.SHUT_RDWR)
+            closed.set()
+
+    server = serve(handler)
+    async with AsyncHTTPTransport(server.url, max_connections=1) as transport:
+        await _warm_up(transport)
+        assert closed.wait(10)  # blocks the loop: it cannot process the EOF meanwhile
+        response = await transport.handle_async_request(HTTPRequest("POST", "/", body=[b"x"]))
+        assert bytes(response.body) == b"x"
+    assert [bytes(r.body) for r in server.requests] == [b"warm", b"x"]
+    assert server.connections == 2
+
+
 async def test_failed_retry_of_a_stale_connection_gives_its_slot_back(serve: Serve) -> None:
     # The first connection answers once, then hangs up on the next request; every later
     # connection hangs up on its first request: the one retry fails too.
@@ -146,7 +169,8 @@ async def test_failed_retry_of_a_stale_connection_gives_its_slot_back(serve: Ser
         await transport.handle_async_request(HTTPRequest("POST", "/", body=[b"a"]))
         for _ in range(2):  # the second one would wait for the slot if it had leaked
             with pytest.raises(TransportError, match="without sending a response") as info:
-                await transport.handle_async_request(HTTPRequest("POST", "/", timeout=5))
+                # A GET: the kind of request that is sent again on a new connection.
+                await transport.handle_async_request(HTTPRequest("GET", "/", timeout=5))
             assert not isinstance(info.value, DeadlineExceededError)
     assert server.connections == 3
 

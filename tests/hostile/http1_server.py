@@ -1,0 +1,324 @@
+"""The hostile-server kit, HTTP/1.1 half: a scripted HTTP/1.1 server on loopback.
+
+:class:`ScriptedServer` is a real TCP server in a thread: each connection it accepts runs the
+test's handler with a :class:`Peer`, which reads requests and writes whatever bytes the test
+wants (malformed ones above all). :class:`Runner` drives one client of it through the public
+API, an inference with :class:`~kserve_v2.Client` or :class:`~kserve_v2.AsyncClient` (on an
+event loop of its own, so one test body drives both) over one of the HTTP/1.1 transports:
+the default ones (``stdlib``, ``aio``) or httpx's (``httpx``, ``ahttpx``). No socket read on
+either side can wait for ever: the server's sockets time out after ``IO_TIMEOUT``, every call
+has a deadline, async calls a guard.
+
+Used by ``tests/hostile/test_http1_attacks.py`` (the table of attacks, with the invariants
+every one must keep).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import socket
+import threading
+import time
+import traceback
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import numpy as np
+
+from kserve_v2 import AsyncClient, Client
+
+#: The server's sockets time out after this long: a test can fail, but never hang.
+IO_TIMEOUT = 5.0
+#: The clients' default call deadline.
+CALL_TIMEOUT = 5.0
+#: Async calls are abandoned after this long even when the client's own deadline fails.
+GUARD = 20.0
+#: A flooding or trickling server gives up after this long (the client put up with it).
+FLOOD_LIMIT = 20.0
+#: The transports: the package's own (sync, asyncio), and httpx's (sync, asyncio).
+KINDS = ("stdlib", "aio", "httpx", "ahttpx")
+ASYNC_KINDS = frozenset({"aio", "ahttpx"})
+
+MODEL = "m"
+#: The inference every call makes, and the answer a well-behaved server gives.
+INPUTS = {"IN": np.array([1, 2, 3], dtype=np.int32)}
+GOOD_BODY = json.dumps(
+    {
+        "model_name": MODEL,
+        "outputs": [{"name": "OUT", "datatype": "INT32", "shape": [3], "data": [2, 4, 6]}],
+    }
+).encode()
+GOOD_OUTPUT = [2, 4, 6]
+
+
+def head(status: str = "200 OK", *headers: str) -> bytes:
+    """A response head: the status line, then ``headers`` (``Name: value``)."""
+    return ("\r\n".join([f"HTTP/1.1 {status}", *headers]) + "\r\n\r\n").encode("latin-1")
+
+
+def response(body: bytes = GOOD_BODY, *headers: str) -> bytes:
+    """A complete JSON response with ``body`` (Content-Length framing)."""
+    return head(
+        "200 OK", "Content-Type: application/json", f"Content-Length: {len(body)}", *headers
+    ) + bytes(body)
+
+
+GOOD_RESPONSE = response()
+
+
+class PeerClosed(Exception):
+    """The client closed the connection."""
+
+
+class Peer:
+    """The server side of one connection."""
+
+    def __init__(self, sock: socket.socket, index: int) -> None:
+        self.sock = sock
+        #: Which connection of the server this is (0: the first).
+        self.index = index
+        self.buf = bytearray()
+        #: The requests read on this connection: (request line, body).
+        self.requests: list[tuple[str, bytes]] = []
+
+    def _fill(self) -> None:
+        data = self.sock.recv(65536)
+        if not data:
+            raise PeerClosed
+        self.buf += data
+
+    def read_request(self) -> tuple[str, bytes]:
+        """Read one request (Content-Length framing, as the clients send them)."""
+        while b"\r\n\r\n" not in self.buf:
+            self._fill()
+        end = self.buf.index(b"\r\n\r\n")
+        lines = bytes(self.buf[:end]).decode("latin-1").split("\r\n")
+        del self.buf[: end + 4]
+        length = 0
+        for line in lines[1:]:
+            name, _, value = line.partition(":")
+            if name.strip().lower() == "content-length":
+                length = int(value)
+        while len(self.buf) < length:
+            self._fill()
+        body = bytes(self.buf[:length])
+        del self.buf[:length]
+        self.requests.append((lines[0], body))
+        return lines[0], body
+
+    def send(self, data: bytes) -> None:
+        self.sock.sendall(data)
+
+    def send_fin(self) -> None:
+        """Close our side of the connection (the client reads its end)."""
+        with contextlib.suppress(OSError):
+            self.sock.shutdown(socket.SHUT_WR)
+
+    def wait_closed(self, seconds: float = FLOOD_LIMIT) -> bool:
+        """Read and drop everything until the client closes (True) or ``seconds`` pass."""
+        until = time.monotonic() + seconds
+        while time.monotonic() < until:
+            try:
+                if not self.sock.recv(65536):
+                    return True
+            except TimeoutError:
+                continue
+            except OSError:
+                return True
+        return False
+
+    def flood(self, data: bytes, seconds: float = FLOOD_LIMIT) -> bool:
+        """Send ``data`` again and again, without reading, until the client closes the
+        connection (True) or ``seconds`` pass (False: the client put up with it)."""
+        until = time.monotonic() + seconds
+        self.sock.settimeout(0.5)
+        try:
+            while time.monotonic() < until:
+                with contextlib.suppress(TimeoutError):
+                    self.sock.sendall(data)
+        except OSError:
+            return True
+        finally:
+            self.sock.settimeout(IO_TIMEOUT)
+        return False
+
+    def trickle(self, data: bytes, pause: float, seconds: float = FLOOD_LIMIT) -> bool:
+        """Slowloris: ``data`` one byte every ``pause`` seconds, until all is sent (False),
+        the client closes the connection (True) or ``seconds`` pass (False)."""
+        until = time.monotonic() + seconds
+        try:
+            for byte in data:
+                if time.monotonic() > until:
+                    return False
+                self.sock.sendall(bytes((byte,)))
+                time.sleep(pause)
+        except OSError:
+            return True
+        return False
+
+    def serve(self) -> None:
+        """Answer every further request well, until the client goes away."""
+        while True:
+            self.read_request()
+            self.send(GOOD_RESPONSE)
+
+
+Handler = Callable[[Peer], None]
+
+
+class ScriptedServer:
+    """A loopback TCP server running ``handler`` on each connection, in a thread per
+    connection; handler exceptions are collected and reported when the test ends."""
+
+    def __init__(self, handler: Handler) -> None:
+        self._handler = handler
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self._listener.settimeout(0.05)
+        self.port: int = self._listener.getsockname()[1]
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.peers: list[Peer] = []
+        self.errors: list[str] = []
+        self._threads: list[threading.Thread] = []
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._acceptor = threading.Thread(target=self._accept, name="scripted-http1 accept")
+        self._acceptor.start()
+
+    def _accept(self) -> None:
+        while not self._stop.is_set():
+            try:
+                sock, _ = self._listener.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            sock.settimeout(IO_TIMEOUT)
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            with self._lock:
+                peer = Peer(sock, len(self.peers))
+                thread = threading.Thread(
+                    target=self._serve, args=(peer,), name=f"scripted-http1 conn {peer.index}"
+                )
+                self.peers.append(peer)
+                self._threads.append(thread)
+            thread.start()
+
+    def _serve(self, peer: Peer) -> None:
+        try:
+            self._handler(peer)
+        except (PeerClosed, OSError):
+            pass  # the client went away: what hostile handlers expect sooner or later
+        except BaseException as exc:
+            self.errors.append(
+                f"handler of connection {peer.index}: "
+                + "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+            )
+        finally:
+            peer.sock.close()
+
+    def requests(self) -> list[tuple[str, bytes]]:
+        """Every request read so far, connection by connection."""
+        with self._lock:
+            return [request for peer in self.peers for request in peer.requests]
+
+    def close(self) -> list[str]:
+        """Stop accepting, end every handler, close every socket; returns the problems."""
+        self._stop.set()
+        self._acceptor.join(IO_TIMEOUT)
+        self._listener.close()
+        problems: list[str] = []
+        with self._lock:
+            pairs = list(zip(self._threads, self.peers, strict=True))
+        for thread, peer in pairs:
+            thread.join(2.0)
+            if thread.is_alive():  # the client left it waiting: wake it up
+                with contextlib.suppress(OSError):
+                    peer.sock.shutdown(socket.SHUT_RDWR)
+                thread.join(IO_TIMEOUT)
+                if thread.is_alive():
+                    problems.append(f"handler of connection {peer.index} did not finish")
+        return problems + self.errors
+
+
+@contextlib.contextmanager
+def scripted_servers() -> Iterator[Callable[[Handler], ScriptedServer]]:
+    """Starts scripted servers; at the end closes them and fails on handler errors."""
+    servers: list[ScriptedServer] = []
+
+    def start(handler: Handler) -> ScriptedServer:
+        server = ScriptedServer(handler)
+        servers.append(server)
+        return server
+
+    try:
+        yield start
+    finally:
+        problems = [problem for server in servers for problem in server.close()]
+    assert not problems, "\n".join(problems)
+
+
+class Runner:
+    """One client of the scripted server, called synchronously: a :class:`Client`, or an
+    :class:`AsyncClient` on an event loop of its own (each call runs the loop until done),
+    over the HTTP/1.1 transport ``kind``. ``options``: the client's (the transport's, for
+    httpx: ``timeout``, ``max_response_size``)."""
+
+    def __init__(self, kind: str, url: str, **options: Any) -> None:
+        options.setdefault("timeout", CALL_TIMEOUT)
+        options.setdefault("connect_timeout", IO_TIMEOUT)
+        self.kind = kind
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._client: Any
+        if kind.endswith("httpx"):
+            from kserve_v2.transport.httpx import AsyncHTTPXTransport, HTTPXTransport
+
+            transport_class = AsyncHTTPXTransport if kind in ASYNC_KINDS else HTTPXTransport
+            transport_options = {
+                key: options.pop(key)
+                for key in ("timeout", "connect_timeout", "max_response_size")
+                if key in options
+            }
+            options["transport"] = lambda: transport_class(url, **transport_options)
+        # A transport passed in is the caller's to close.
+        self._transport: Any = None
+        if kind not in ASYNC_KINDS:
+            if "transport" in options:
+                options["transport"] = self._transport = options["transport"]()
+            self._client = Client(url, binary=False, **options)
+            return
+        self._loop = asyncio.new_event_loop()
+
+        async def make() -> AsyncClient:
+            if "transport" in options:
+                options["transport"] = self._transport = options["transport"]()
+            return AsyncClient(url, binary=False, **options)
+
+        self._client = self._loop.run_until_complete(make())
+
+    def _run(self, result: Any) -> Any:
+        if self._loop is None:
+            return result
+        return self._loop.run_until_complete(asyncio.wait_for(result, GUARD))
+
+    def infer(self, *, timeout: float = CALL_TIMEOUT) -> list[int]:
+        """One inference; the output it got."""
+        result = self._run(self._client.infer(MODEL, INPUTS, timeout=timeout))
+        output: list[int] = result.as_numpy("OUT").tolist()
+        return output
+
+    def close(self) -> None:
+        if self._loop is None:
+            self._client.close()
+            if self._transport is not None:
+                self._transport.close()
+            return
+        try:
+            self._loop.run_until_complete(self._client.aclose())
+            if self._transport is not None:
+                self._loop.run_until_complete(self._transport.aclose())
+            self._loop.run_until_complete(self._loop.shutdown_asyncgens())
+            self._loop.run_until_complete(self._loop.shutdown_default_executor())
+        finally:
+            self._loop.close()
