@@ -29,6 +29,8 @@ from kserve_v2 import (
     ServerError,
     TransportError,
 )
+from kserve_v2.endpoint import parse_url
+from kserve_v2.grpc.config import channel_config
 from kserve_v2.h2.frames import (
     CONTINUATION,
     DATA,
@@ -47,6 +49,8 @@ from kserve_v2.h2.frames import (
     Setting,
     frame_header,
 )
+from kserve_v2.options import GRPCKeepAlive
+from kserve_v2.transport.native import AsyncNativeGRPCChannel
 from tests.hostile.h2_server import (
     CALL_TIMEOUT,
     GOAWAY_PAYLOAD,
@@ -627,8 +631,20 @@ def open_window_and_answer(peer: Peer, request: Request) -> None:
 
 def test_deadline_when_server_never_answers(serve: Serve, connect: Connect, mode: str) -> None:
     """No answer: DeadlineExceededError after about the timeout, then the client works
-    again (async: on the same connection, whose stream it reset with CANCEL)."""
-    server = serve(on_first(lambda peer, request, n: None))
+    again. Sync: on a new connection. Async: the call's stream is reset with CANCEL and the
+    connection PINGed (is the server answering at all?); the next call does not wait."""
+    seen: dict[str, Frame | None] = {}
+    checked = threading.Event()
+
+    def first(peer: Peer, request: Request, _n: int) -> None:
+        if mode == "async":
+            seen["reset"] = peer.wait_for(RST_STREAM, GUARD)
+            seen["ping"] = ping = peer.wait_for(PING, GUARD)
+            if ping is not None:
+                peer.send_frame(PING, FLAG_ACK, 0, ping.payload)
+            checked.set()
+
+    server = serve(on_first(first))
     client = connect(server)
     started = time.monotonic()
     with pytest.raises(DeadlineExceededError):
@@ -638,10 +654,12 @@ def test_deadline_when_server_never_answers(serve: Serve, connect: Connect, mode
     assert client.live() is True
     if mode == "sync":
         assert server.accepted == 2
-    else:
-        assert server.accepted == 1
-        resets = [f for f in server.peers[0].received if f.kind == RST_STREAM]
-        assert [(f.stream_id, U32.unpack(f.payload)[0]) for f in resets] == [(1, ErrorCode.CANCEL)]
+        return
+    assert checked.wait(GUARD)
+    reset, ping = seen["reset"], seen["ping"]
+    assert reset is not None
+    assert (reset.stream_id, U32.unpack(reset.payload)[0]) == (1, ErrorCode.CANCEL)
+    assert ping is not None
 
 
 def test_deadline_while_headers_arrived(serve: Serve, connect: Connect) -> None:
@@ -1115,3 +1133,107 @@ async def test_async_idle_connection_whose_server_stops_reading_is_dropped(serve
     assert server.finished(0, GUARD)
     assert stopped == [True]
     assert server.accepted == 2
+
+
+# ---------------------------------------------- async only: connections that stop answering
+
+
+def black_hole(peer: Peer) -> None:
+    """Read whatever comes and answer nothing, not even PINGs, until the client hangs up."""
+    peer.sock.settimeout(GUARD)
+    with contextlib.suppress(OSError):
+        while peer.sock.recv(65536):
+            pass
+
+
+async def test_async_black_holed_connection_is_not_used_again(serve: Serve) -> None:
+    """A connection that stops answering fails the call whose deadline passes; the next
+    call goes to a new connection at once (it used to take every later call down too), and
+    the silent one is dropped when its PING goes unanswered."""
+
+    def handler(peer: Peer) -> None:
+        peer.handshake()
+        if peer.index:
+            serve_requests(peer)
+            return
+        request = peer.read_request()
+        assert request is not None
+        peer.send_response(request.stream_id)
+        black_hole(peer)
+
+    server = serve(handler)
+    config = channel_config(parse_url(server.url), keepalive=GRPCKeepAlive(timeout_ms=1000))
+    channel = AsyncNativeGRPCChannel(config)
+    try:
+        assert (await channel.call_unary(LIVE, b"", timeout=GUARD))[0] == LIVE_REPLY
+        (first,) = channel._all
+        with pytest.raises(DeadlineExceededError):
+            await channel.call_unary(LIVE, b"", timeout=1.0)
+        reply, _ = await asyncio.wait_for(channel.call_unary(LIVE, b"", timeout=GUARD), GUARD)
+        assert reply == LIVE_REPLY
+        assert server.accepted == 2
+        await asyncio.wait_for(asyncio.shield(first.gone), GUARD)  # its PING went unanswered
+        assert "did not answer a PING" in str(first.lost)
+    finally:
+        await channel.aclose()
+
+
+async def test_async_goaway_connection_closes_when_its_calls_time_out(serve: Serve) -> None:
+    """GOAWAY naming the calls' streams, which are then never answered: when the last one
+    times out the connection closes (it used to stay open until aclose, one per GOAWAY)."""
+
+    def handler(peer: Peer) -> None:
+        peer.handshake()
+        if peer.index:
+            serve_requests(peer)
+            return
+        first, second = peer.read_request(), peer.read_request()
+        assert first is not None
+        assert second is not None
+        peer.send_goaway(second.stream_id)  # both will be processed... in time, maybe
+        black_hole(peer)
+
+    server = serve(handler)
+    channel = AsyncNativeGRPCChannel(channel_config(parse_url(server.url)))
+    try:
+        calls = [channel.call_unary(LIVE, b"", timeout=1.0) for _ in range(2)]
+        results = await asyncio.gather(*calls, return_exceptions=True)
+        assert all(isinstance(result, DeadlineExceededError) for result in results)
+        (conn,) = channel._all
+        await asyncio.wait_for(asyncio.shield(conn.gone), GUARD)
+        assert (await channel.call_unary(LIVE, b"", timeout=GUARD))[0] == LIVE_REPLY
+    finally:
+        await channel.aclose()
+
+
+async def test_async_keepalive_pings_while_waiting(serve: Serve) -> None:
+    """With keepalive on (grpc.keepalive_time_ms), a call waiting on a silent server PINGs
+    it; a server that answers keeps the connection, one that does not loses it (the call
+    fails with TransportError before its own deadline)."""
+
+    def handler(peer: Peer) -> None:
+        peer.handshake()
+        request = peer.read_request()
+        assert request is not None
+        if peer.index == 0:  # answers the keepalive PING, then the call
+            ping = peer.wait_for(PING, GUARD)
+            assert ping is not None
+            peer.send_frame(PING, FLAG_ACK, 0, ping.payload)
+            peer.send_response(request.stream_id)
+            serve_requests(peer)
+        else:
+            black_hole(peer)
+
+    server = serve(handler)
+    keepalive = GRPCKeepAlive(time_ms=300, timeout_ms=1000)
+    channel = AsyncNativeGRPCChannel(channel_config(parse_url(server.url), keepalive=keepalive))
+    try:
+        reply, _ = await channel.call_unary(LIVE, b"", timeout=GUARD)
+        assert reply == LIVE_REPLY
+        await channel.aclose()
+        channel = AsyncNativeGRPCChannel(channel_config(parse_url(server.url), keepalive=keepalive))
+        with pytest.raises(TransportError, match="did not answer a PING") as exc:
+            await channel.call_unary(LIVE, b"", timeout=GUARD * 2)
+        assert not isinstance(exc.value, DeadlineExceededError)
+    finally:
+        await channel.aclose()

@@ -23,6 +23,7 @@ import contextlib
 import select
 import socket
 import ssl
+import struct
 import time
 from collections.abc import Callable
 from typing import Final
@@ -50,6 +51,7 @@ from kserve_v2.h2.connection import (
     H2Connection,
     H2ConnectionError,
     HeadersReceived,
+    PingAcknowledged,
     StreamReset,
 )
 from kserve_v2.h2.frames import ErrorCode
@@ -94,6 +96,11 @@ _PAUSED_WRITE_LIMIT: Final = 1 << 30
 # and not yet read) before its stream's DATA stops going back to the flow-control windows:
 # beyond it the server may send one stream window more, then waits for the reader.
 _STREAM_BACKLOG: Final = 4 << 20
+# How long an answer to a PING may take (grpcio's keepalive timeout default) when the channel
+# sets no grpc.keepalive_timeout_ms.
+_PING_TIMEOUT: Final = 20.0
+# grpc.keepalive_time_ms at or above this means no keepalive PINGs (grpcio's "infinite").
+_NO_KEEPALIVE_MS: Final = 2**31 - 1
 
 
 class CallNotStarted(Exception):
@@ -206,6 +213,9 @@ class ChannelSettings:
         "connect_timeout",
         "headers",
         "host",
+        "keepalive_time",
+        "keepalive_timeout",
+        "keepalive_without_calls",
         "port",
         "receive_limit",
         "send_limit",
@@ -232,6 +242,13 @@ class ChannelSettings:
         )
         self.send_limit = _option(config, "grpc.max_send_message_length")
         self.receive_limit = _option(config, "grpc.max_receive_message_length")
+        # Keepalive PINGs, from grpcio's channel arguments (see GRPCKeepAlive): seconds
+        # between PINGs (None: none), how long an answer may take, PINGs with no call.
+        every = _option(config, "grpc.keepalive_time_ms")
+        self.keepalive_time = None if every is None or every >= _NO_KEEPALIVE_MS else every / 1e3
+        answer = _option(config, "grpc.keepalive_timeout_ms")
+        self.keepalive_timeout = _PING_TIMEOUT if answer is None else answer / 1e3
+        self.keepalive_without_calls = bool(_option(config, "grpc.keepalive_permit_without_calls"))
 
     # -- a call's request side
 
@@ -581,6 +598,13 @@ class AsyncConnection(asyncio.Protocol):
     the connection resolves when the stream ends), sends with :func:`queue_data` and
     :meth:`send_rest`, and :meth:`drop` s it when it gives up. ``on_retire`` is told when the
     connection takes no new calls (GOAWAY, lost, broken); it closes when its last call ends.
+
+    Liveness: when a call's deadline passes, the connection PINGs the server and takes no
+    new call until the answer comes; without an answer within the keepalive timeout it is
+    dropped and its calls fail (a black-holed connection must not take every later call
+    down with it). With ``grpc.keepalive_time_ms`` set it also PINGs after each such
+    interval without a byte from the server (with calls in flight, or always with
+    ``grpc.keepalive_permit_without_calls``), under the same timeout.
     """
 
     def __init__(
@@ -606,6 +630,16 @@ class AsyncConnection(asyncio.Protocol):
         self.write_paused = False
         self._written_while_paused = 0
         self._abort_timer: asyncio.TimerHandle | None = None
+        # The PING whose answer is awaited, and the timer that drops the connection without
+        # it; ``suspect``: the PING follows an expired call, no new calls until answered.
+        self._ping: bytes | None = None
+        self._ping_timer: asyncio.TimerHandle | None = None
+        self._pings_sent = 0
+        self.suspect = False
+        self._heard = False  # bytes arrived since the last keepalive tick
+        self._keepalive: asyncio.TimerHandle | None = None
+        if settings.keepalive_time is not None:
+            self._keepalive = self._loop.call_later(settings.keepalive_time, self._keepalive_tick)
 
     @classmethod
     async def open(
@@ -648,12 +682,14 @@ class AsyncConnection(asyncio.Protocol):
         self.flush()
 
     def data_received(self, data: bytes) -> None:
+        self._heard = True
         try:
             events = self.h2.receive(data)
             for event in events:
                 kind = type(event)
                 if kind is DataReceived or kind is HeadersReceived:
-                    entry = self._calls.get(event.stream_id)  # type: ignore[attr-defined]
+                    stream_id: int = event.stream_id  # type: ignore[attr-defined]
+                    entry = self._calls.get(stream_id)
                     if entry is None:
                         continue
                     response, future = entry
@@ -661,20 +697,19 @@ class AsyncConnection(asyncio.Protocol):
                         if kind is DataReceived:
                             response.data(event.data, event.end_stream)  # type: ignore[attr-defined]
                             if self._backlogs:
-                                self._release(event.stream_id)  # type: ignore[attr-defined]
+                                self._release(stream_id)
                         else:
                             response.headers(event.headers, event.end_stream)  # type: ignore[attr-defined]
                     except KServeError as exc:
-                        self._fail_call(event.stream_id, exc)  # type: ignore[attr-defined]
+                        self._fail_call(stream_id, exc)
                         continue
                     if response.done:
-                        del self._calls[event.stream_id]  # type: ignore[attr-defined]
-                        self._backlogs.pop(event.stream_id, None)  # type: ignore[attr-defined]
-                        self.h2.end_stream(event.stream_id)  # type: ignore[attr-defined]
+                        del self._calls[stream_id]
+                        self._backlogs.pop(stream_id, None)
+                        self.h2.end_stream(stream_id)
                         if not future.done():
                             future.set_result(None)
-                        if self.retired and not self._calls:
-                            self._close_transport()  # the last call of a retired connection
+                        self._call_ended()
                 elif kind is StreamReset:
                     assert isinstance(event, StreamReset)
                     entry = self._calls.pop(event.stream_id, None)
@@ -683,8 +718,11 @@ class AsyncConnection(asyncio.Protocol):
                         entry[1].set_exception(
                             _reset_call_error(event, entry[0], self.settings.url)
                         )
+                    self._call_ended()
                 elif kind is GoAwayReceived:
                     self.retire()
+                elif isinstance(event, PingAcknowledged) and event.payload == self._ping:
+                    self._answered()
             # Wake senders waiting for window: the window may have opened, or their call
             # may have ended (answered early, reset) while they waited.
             self._window.set()
@@ -702,8 +740,9 @@ class AsyncConnection(asyncio.Protocol):
         self._window.set()  # senders waiting for the buffer to drain go on
 
     def connection_lost(self, exc: Exception | None) -> None:
-        if self._abort_timer is not None:
-            self._abort_timer.cancel()
+        for timer in (self._abort_timer, self._ping_timer, self._keepalive):
+            if timer is not None:
+                timer.cancel()
         if not self.gone.done():
             self.gone.set_result(None)
         error = self.settings.lost_error(exc)
@@ -729,7 +768,62 @@ class AsyncConnection(asyncio.Protocol):
 
     @property
     def usable(self) -> bool:
-        return self.lost is None and self.h2.can_open_stream() and self.transport is not None
+        return (
+            self.lost is None
+            and not self.suspect
+            and self.h2.can_open_stream()
+            and self.transport is not None
+        )
+
+    def _call_ended(self) -> None:
+        """A call left the connection: a retired one closes after its last call (GOAWAY'd
+        connections whose calls timed out too)."""
+        if self.retired and not self._calls:
+            self._close_transport()
+
+    # -- liveness
+
+    def check_alive(self, suspect: bool = True) -> None:
+        """PING the server; drop the connection if no answer comes within the keepalive
+        timeout. ``suspect``: no new calls until the answer (a call's deadline passed)."""
+        if self.lost is not None or self.transport is None or self.gone.done():
+            return
+        self.suspect = self.suspect or suspect
+        if self._ping is not None:
+            return  # one PING at a time; its timer is running
+        self._pings_sent += 1
+        self._ping = struct.pack(">Q", self._pings_sent)
+        self.h2.ping(self._ping)
+        self.flush()
+        self._ping_timer = self._loop.call_later(self.settings.keepalive_timeout, self._unanswered)
+
+    def _answered(self) -> None:
+        self._ping = None
+        self.suspect = False
+        if self._ping_timer is not None:
+            self._ping_timer.cancel()
+            self._ping_timer = None
+
+    def _unanswered(self) -> None:
+        self._ping_timer = None
+        self._abort(
+            TransportError(
+                f"gRPC UNAVAILABLE: {self.settings.target} did not answer a PING within "
+                f"{self.settings.keepalive_timeout:g} s; connection dropped",
+                url=self.settings.url,
+            ),
+            drop=True,
+        )
+
+    def _keepalive_tick(self) -> None:
+        interval = self.settings.keepalive_time
+        assert interval is not None
+        if self.lost is not None or self.gone.done():
+            return
+        if not self._heard and (self._calls or self.settings.keepalive_without_calls):
+            self.check_alive(suspect=False)
+        self._heard = False
+        self._keepalive = self._loop.call_later(interval, self._keepalive_tick)
 
     def flush(self) -> None:
         buffers = self.h2.data_to_send()
@@ -815,7 +909,12 @@ class AsyncConnection(asyncio.Protocol):
         ``backlog`` (stream calls) says how many bytes of messages wait for the call's
         reader: the stream's DATA then goes back to the flow-control windows only while
         that is under ``_STREAM_BACKLOG`` (see :meth:`release`), so a reader that falls
-        behind slows the server down instead of growing the backlog."""
+        behind slows the server down instead of growing the backlog.
+
+        Raises the connection's error once it is lost (a new connection can break before
+        its first call: the server's first bytes may already violate the protocol)."""
+        if self.lost is not None:
+            raise self.lost
         stream_id = self.h2.open_stream(
             block, end_stream=end_stream, acknowledge_on_receipt=backlog is None
         )
@@ -844,6 +943,7 @@ class AsyncConnection(asyncio.Protocol):
         if self._calls.pop(stream_id, None) is not None:
             self.h2.reset_stream(stream_id, code)
             self.flush()
+            self._call_ended()
 
     async def send_rest(
         self,
@@ -876,8 +976,6 @@ class AsyncConnection(asyncio.Protocol):
     ) -> CallResponse:
         """Run one unary call (``parts`` is consumed); raises :class:`CallNotStarted` for a
         call that may be retried on a new connection."""
-        if self.lost is not None:  # e.g. the server's first bytes already broke the protocol
-            raise self.lost
         loop = asyncio.get_running_loop()
         response = CallResponse(limit)
         future: asyncio.Future[None] = loop.create_future()
@@ -907,3 +1005,4 @@ class AsyncConnection(asyncio.Protocol):
         if not entry[1].done():
             entry[1].set_exception(self.settings.deadline_error())
         self._window.set()
+        self.check_alive()  # a server that stopped answering must not get the next call

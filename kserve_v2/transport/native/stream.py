@@ -527,6 +527,8 @@ class AsyncNativeStreamCall(_StreamCall):
         if not self._finished:
             self._drop(ErrorCode.CANCEL)
             self._expired()
+            if self._conn is not None:
+                self._conn.check_alive()  # is the server still answering at all?
 
     # -- opening
 
