@@ -711,6 +711,16 @@ class H2Connection:
 
     # ---------------------------------------------------------------- receiving
 
+    def _reply(self, frame: bytes) -> None:
+        """Queue a small frame answering the peer (acknowledgement, window update). Such
+        frames in a row share one buffer: a flood of PINGs costs 17 bytes an answer, not an
+        object each (the only bytearrays queued are these)."""
+        out = self._out
+        if out and type(out[-1]) is bytearray:
+            out[-1] += frame
+        else:
+            out.append(bytearray(frame))
+
     def _fail(self, message: str, code: int = ErrorCode.PROTOCOL_ERROR) -> H2ConnectionError:
         self.close(code, message.encode("ascii", "replace")[:200])
         return H2ConnectionError(f"HTTP/2 {ErrorCode.name_of(code)}: {message}", code)
@@ -865,7 +875,9 @@ class H2Connection:
         self._data_left = payload
         self._pad_left = pad
         self._data_end = end_stream
-        if payload == 0 and stream is not None:
+        if payload == 0 and stream is not None and end_stream:
+            # An empty DATA frame says something only when it ends the stream (a flood of
+            # empty ones must not become a flood of events).
             events.append(DataReceived(stream_id, memoryview(b""), end_stream))
 
     def _data_payload(self, view: memoryview, pos: int, end: int, events: list[Event]) -> int:
@@ -911,14 +923,14 @@ class H2Connection:
         the stream's while the peer may still send on it, each once half of it is free."""
         consumed = self._recv_consumed + nbytes
         if consumed >= _CONNECTION_REFILL:
-            self._out.append(frame_header(4, WINDOW_UPDATE, 0, 0) + _U32.pack(consumed))
+            self._reply(frame_header(4, WINDOW_UPDATE, 0, 0) + _U32.pack(consumed))
             self._recv_window += consumed
             consumed = 0
         self._recv_consumed = consumed
         if stream is not None and stream.state < _HALF_CLOSED_REMOTE:
             consumed = stream.recv_consumed + nbytes
             if consumed >= self._stream_refill:
-                self._out.append(frame_header(4, WINDOW_UPDATE, 0, stream_id) + _U32.pack(consumed))
+                self._reply(frame_header(4, WINDOW_UPDATE, 0, stream_id) + _U32.pack(consumed))
                 stream.recv_window += consumed
                 consumed = 0
             stream.recv_consumed = consumed
@@ -1083,7 +1095,7 @@ class H2Connection:
                     )
             if window_delta > 0:
                 events.append(WindowUpdated(0))
-        self._out.append(frame_header(0, SETTINGS, FLAG_ACK, 0))
+        self._reply(frame_header(0, SETTINGS, FLAG_ACK, 0))
 
     def _window_update(self, payload: memoryview, stream_id: int, events: list[Event]) -> None:
         if len(payload) != 4:
@@ -1119,7 +1131,7 @@ class H2Connection:
         if flags & FLAG_ACK:
             events.append(PingAcknowledged(bytes(payload)))
         else:
-            self._out.append(frame_header(8, PING, FLAG_ACK, 0) + bytes(payload))
+            self._reply(frame_header(8, PING, FLAG_ACK, 0) + bytes(payload))
 
     def _goaway(self, payload: memoryview, stream_id: int, events: list[Event]) -> None:
         if stream_id != 0:
