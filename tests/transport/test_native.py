@@ -1237,3 +1237,77 @@ async def test_async_keepalive_pings_while_waiting(serve: Serve) -> None:
         assert not isinstance(exc.value, DeadlineExceededError)
     finally:
         await channel.aclose()
+
+
+async def test_async_client_keepalive_pings_a_silent_server(serve: Serve) -> None:
+    """GRPCKeepAlive given to the AsyncClient reaches its native connections: a call
+    waiting on a server that says nothing PINGs it; the answer keeps the call going."""
+
+    def handler(peer: Peer) -> None:
+        peer.handshake()
+        request = peer.read_request()
+        assert request is not None
+        ping = peer.wait_for(PING, GUARD)
+        assert ping is not None  # without it the call below times out
+        peer.send_frame(PING, FLAG_ACK, 0, ping.payload)
+        peer.send_response(request.stream_id)
+        serve_requests(peer)
+
+    server = serve(handler)
+    keepalive = GRPCKeepAlive(time_ms=200, timeout_ms=int(GUARD * 1000))
+    async with AsyncClient(server.url, timeout=GUARD * 2, grpc_keepalive=keepalive) as client:
+        assert await asyncio.wait_for(client.is_server_live(), GUARD * 3) is True
+
+
+async def test_async_keepalive_stops_at_max_pings_without_data(serve: Serve) -> None:
+    """With keepalive on an idle connection (permit_without_calls), PINGs stop after
+    http2_max_pings_without_data of them, as grpcio's do (servers count PINGs without data
+    as strikes and say GOAWAY too_many_pings); a call that sends resumes them."""
+    two_pings, third_ping = threading.Event(), threading.Event()
+
+    def pings(peer: Peer) -> int:
+        return sum(1 for got in peer.received if got.kind == PING and not got.flags & FLAG_ACK)
+
+    def handler(peer: Peer) -> None:
+        peer.handshake()
+        request = peer.read_request()  # answers (and records) a PING that comes meanwhile
+        assert request is not None
+        peer.send_response(request.stream_id)
+        while pings(peer) < 2:
+            ping = peer.wait_for(PING, GUARD)
+            assert ping is not None
+            peer.send_frame(PING, FLAG_ACK, 0, ping.payload)
+        two_pings.set()
+        request = peer.read_request()
+        assert request is not None
+        peer.send_response(request.stream_id)
+        ping = peer.wait_for(PING, GUARD)
+        assert ping is not None
+        peer.send_frame(PING, FLAG_ACK, 0, ping.payload)
+        third_ping.set()
+        peer.read_until_closed()
+
+    server = serve(handler)
+    keepalive = GRPCKeepAlive(time_ms=100, permit_without_calls=True)
+    async with AsyncClient(server.url, timeout=GUARD, grpc_keepalive=keepalive) as client:
+        assert await client.is_server_live() is True
+        channel: Any = client._io
+        (conn,) = channel._all
+        assert await asyncio.to_thread(two_pings.wait, GUARD)
+        # Count keepalive intervals from here (the timer looks the method up each time).
+        ticks: list[int] = []
+        passed = asyncio.Event()
+        tick = conn._keepalive_tick
+
+        def counted() -> None:
+            tick()
+            ticks.append(1)
+            if len(ticks) >= 4:
+                passed.set()
+
+        conn._keepalive_tick = counted
+        await asyncio.wait_for(passed.wait(), GUARD)
+        assert conn._pings_sent == 2
+        assert await client.is_server_live() is True
+        assert await asyncio.to_thread(third_ping.wait, GUARD)
+        assert conn._pings_sent == 3

@@ -101,6 +101,8 @@ _STREAM_BACKLOG: Final = 4 << 20
 _PING_TIMEOUT: Final = 20.0
 # grpc.keepalive_time_ms at or above this means no keepalive PINGs (grpcio's "infinite").
 _NO_KEEPALIVE_MS: Final = 2**31 - 1
+# grpc.http2.max_pings_without_data when the channel sets none (grpcio's default).
+_MAX_PINGS_WITHOUT_DATA: Final = 2
 
 
 class CallNotStarted(Exception):
@@ -213,6 +215,7 @@ class ChannelSettings:
         "connect_timeout",
         "headers",
         "host",
+        "keepalive_max_pings",
         "keepalive_time",
         "keepalive_timeout",
         "keepalive_without_calls",
@@ -249,6 +252,10 @@ class ChannelSettings:
         answer = _option(config, "grpc.keepalive_timeout_ms")
         self.keepalive_timeout = _PING_TIMEOUT if answer is None else answer / 1e3
         self.keepalive_without_calls = bool(_option(config, "grpc.keepalive_permit_without_calls"))
+        # Keepalive PINGs in a row with no HEADERS or DATA sent between (0: no limit):
+        # servers count PINGs without data as strikes and say GOAWAY too_many_pings.
+        most = _option(config, "grpc.http2.max_pings_without_data")
+        self.keepalive_max_pings = _MAX_PINGS_WITHOUT_DATA if most is None else most
 
     # -- a call's request side
 
@@ -604,7 +611,8 @@ class AsyncConnection(asyncio.Protocol):
     dropped and its calls fail (a black-holed connection must not take every later call
     down with it). With ``grpc.keepalive_time_ms`` set it also PINGs after each such
     interval without a byte from the server (with calls in flight, or always with
-    ``grpc.keepalive_permit_without_calls``), under the same timeout.
+    ``grpc.keepalive_permit_without_calls``), under the same timeout, and at most
+    ``grpc.http2.max_pings_without_data`` of them until a call sends HEADERS or DATA.
     """
 
     def __init__(
@@ -637,6 +645,9 @@ class AsyncConnection(asyncio.Protocol):
         self._pings_sent = 0
         self.suspect = False
         self._heard = False  # bytes arrived since the last keepalive tick
+        # Keepalive PINGs since HEADERS or DATA last went out (see keepalive_max_pings);
+        # calls reset it when they send.
+        self.pings_without_data = 0
         self._keepalive: asyncio.TimerHandle | None = None
         if settings.keepalive_time is not None:
             self._keepalive = self._loop.call_later(settings.keepalive_time, self._keepalive_tick)
@@ -816,11 +827,19 @@ class AsyncConnection(asyncio.Protocol):
         )
 
     def _keepalive_tick(self) -> None:
-        interval = self.settings.keepalive_time
+        settings = self.settings
+        interval = settings.keepalive_time
         assert interval is not None
         if self.lost is not None or self.gone.done():
             return
-        if not self._heard and (self._calls or self.settings.keepalive_without_calls):
+        most = settings.keepalive_max_pings
+        if (
+            not self._heard
+            and self._ping is None  # one PING at a time
+            and (self._calls or settings.keepalive_without_calls)
+            and (not most or self.pings_without_data < most)
+        ):
+            self.pings_without_data += 1
             self.check_alive(suspect=False)
         self._heard = False
         self._keepalive = self._loop.call_later(interval, self._keepalive_tick)
@@ -915,6 +934,7 @@ class AsyncConnection(asyncio.Protocol):
         its first call: the server's first bytes may already violate the protocol)."""
         if self.lost is not None:
             raise self.lost
+        self.pings_without_data = 0
         stream_id = self.h2.open_stream(
             block, end_stream=end_stream, acknowledge_on_receipt=backlog is None
         )

@@ -618,6 +618,7 @@ class AsyncNativeStreamCall(_StreamCall):
                     TransportError("a request was interrupted halfway; the stream is over"),
                 )
                 raise
+            conn.pings_without_data = 0
             conn.flush()
 
     async def done_writing(self) -> None:
