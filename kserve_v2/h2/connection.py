@@ -453,6 +453,11 @@ class H2Connection:
         self._decoder = Decoder(max_header_list_size=max_header_list_size)
         self._max_header_list_size = max_header_list_size
         self._out: list[Buffer] = []
+        #: Bytes of the small frames queued so far that answer the peer or end a stream:
+        #: acknowledgements, window updates, resets (a running total; not HEADERS, DATA or
+        #: our own PINGs). A peer can make us queue these by what it sends: a transport
+        #: bounds how many it leaves unsent (:mod:`kserve_v2.transport.native`).
+        self.replies_queued = 0
         self._streams: dict[int, _Stream] = {}
         self._next_stream_id = 1
         # What the peer allows us.
@@ -660,6 +665,7 @@ class H2Connection:
         """Queue RST_STREAM and forget the stream (its late frames are dropped)."""
         if self._forget(stream_id):
             self._out.append(frame_header(4, RST_STREAM, 0, stream_id) + _U32.pack(code))
+            self.replies_queued += 13
 
     def end_stream(self, stream_id: int) -> None:
         """Forget a stream both sides have finished (its window bookkeeping goes too)."""
@@ -715,6 +721,7 @@ class H2Connection:
         """Queue a small frame answering the peer (acknowledgement, window update). Such
         frames in a row share one buffer: a flood of PINGs costs 17 bytes an answer, not an
         object each (the only bytearrays queued are these)."""
+        self.replies_queued += len(frame)
         out = self._out
         if out and type(out[-1]) is bytearray:
             out[-1] += frame

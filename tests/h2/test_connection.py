@@ -687,6 +687,21 @@ def test_answers_to_a_ping_flood_share_one_buffer() -> None:
     assert parse_frames(bytes(queued))[-1] == (PING, FLAG_ACK, 0, b"12345678")
 
 
+def test_replies_queued_counts_what_the_peer_makes_us_send() -> None:
+    """Acknowledgements, window updates and resets count; HEADERS, DATA and our own PINGs
+    do not (a transport bounds the first kind while the peer does not read)."""
+    conn = connected()
+    start = conn.replies_queued
+    stream_id = conn.open_stream(REQUEST_BLOCK)
+    conn.send_data(stream_id, bytes(1000))
+    conn.ping(b"abcdefgh")
+    assert conn.replies_queued == start
+    conn.receive(frame(PING, 0, 0, b"12345678") * 3 + settings_frame())
+    assert conn.replies_queued == start + 3 * 17 + 9
+    conn.reset_stream(stream_id)
+    assert conn.replies_queued == start + 3 * 17 + 9 + 13
+
+
 @pytest.mark.parametrize(("pad", "priority"), [(None, True), (0, False), (9, False), (3, True)])
 def test_padded_and_priority_headers(pad: int | None, priority: bool) -> None:
     conn = connected(streams=1)

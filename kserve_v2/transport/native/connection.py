@@ -84,14 +84,16 @@ _WOULD_BLOCK = (BlockingIOError, InterruptedError, ssl.SSLWantReadError, ssl.SSL
 # reading so that closing does not reset the connection under it.
 _GOODBYE_SEND: Final = 1.0
 _GOODBYE_DRAIN: Final = 0.2
-# What an asyncio connection may write while asyncio has paused its writing (the server is
-# not reading): acknowledgements, window updates, resets, new calls' headers; request DATA
-# waits. Beyond this the server is taken to have stopped reading and the connection is
+# What an asyncio connection may owe a server that does not read: bytes of the frames it
+# answers the server with (PING and SETTINGS acknowledgements, window updates, resets; see
+# H2Connection.replies_queued) written since its transport's buffer last held no more than
+# _DRAINED. Beyond it the server is taken to have stopped reading and the connection is
 # dropped: a server that floods PINGs without reading cannot grow our buffer without end.
-# Not yet in force (issue #12 item 3): request DATA is written while paused too, so a bound
-# this low dropped large stream requests to a busy server; until DATA is left out of the
-# count, the limit is set where only a runaway queue reaches it.
-_PAUSED_WRITE_LIMIT: Final = 1 << 30
+# Request DATA is not counted: the server's flow-control windows bound it, and a large
+# request to a busy server may sit in the buffer a long time.
+_UNREAD_REPLIES_LIMIT: Final = 1 << 20
+# A transport buffer this small counts as drained (asyncio's default high-water mark).
+_DRAINED: Final = 64 * 1024
 # How far an asyncio stream call's reader may fall behind (bytes of whole messages received
 # and not yet read) before its stream's DATA stops going back to the flow-control windows:
 # beyond it the server may send one stream window more, then waits for the reader.
@@ -634,9 +636,14 @@ class AsyncConnection(asyncio.Protocol):
         self._loop = asyncio.get_running_loop()
         self.gone: asyncio.Future[None] = self._loop.create_future()
         # asyncio's flow control: True while the transport's buffer is over its high-water
-        # mark; what was written since counts against _PAUSED_WRITE_LIMIT.
+        # mark (request DATA waits). CPython 3.12+'s selector transports never pause from
+        # writelines(): whether the server reads what it made us send is checked in flush()
+        # from the buffer's size instead.
         self.write_paused = False
-        self._written_while_paused = 0
+        # Reply bytes (see _UNREAD_REPLIES_LIMIT) written since the buffer last drained, and
+        # the h2 total already counted.
+        self._unread_replies = 0
+        self._replies_counted = 0
         self._abort_timer: asyncio.TimerHandle | None = None
         # The PING whose answer is awaited, and the timer that drops the connection without
         # it; ``suspect``: the PING follows an expired call, no new calls until answered.
@@ -747,7 +754,6 @@ class AsyncConnection(asyncio.Protocol):
 
     def resume_writing(self) -> None:
         self.write_paused = False
-        self._written_while_paused = 0
         self._window.set()  # senders waiting for the buffer to drain go on
 
     def connection_lost(self, exc: Exception | None) -> None:
@@ -849,18 +855,28 @@ class AsyncConnection(asyncio.Protocol):
         transport = self.transport
         if buffers and transport is not None and not transport.is_closing():
             transport.writelines(buffers)
-            if self.write_paused:
-                self._written_while_paused += sum(len(part) for part in buffers)
-                if self._written_while_paused > _PAUSED_WRITE_LIMIT:
-                    self._abort(
-                        TransportError(
-                            f"gRPC UNAVAILABLE: {self.settings.target} stopped reading "
-                            f"(over {_PAUSED_WRITE_LIMIT >> 20} MiB left unsent); "
-                            "connection dropped",
-                            url=self.settings.url,
-                        ),
-                        drop=True,
-                    )
+            replies = self.h2.replies_queued - self._replies_counted
+            if replies:
+                self._replies_counted += replies
+                self._count_unread(transport, replies)
+
+    def _count_unread(self, transport: asyncio.Transport, replies: int) -> None:
+        """Drop the connection if the server leaves too many of our answers unread: count
+        ``replies`` (bytes just written) unless the transport's buffer has drained."""
+        if transport.get_write_buffer_size() <= _DRAINED:
+            self._unread_replies = 0  # the server reads: what we owed it went out
+            return
+        self._unread_replies += replies
+        if self._unread_replies > _UNREAD_REPLIES_LIMIT:
+            self._abort(
+                TransportError(
+                    f"gRPC UNAVAILABLE: {self.settings.target} stopped reading "
+                    f"(over {_UNREAD_REPLIES_LIMIT >> 20} MiB of acknowledgements left "
+                    "unsent); connection dropped",
+                    url=self.settings.url,
+                ),
+                drop=True,
+            )
 
     def _close_transport(self) -> None:
         """Close (what is buffered goes out first, TLS says goodbye), but drop the socket if
