@@ -14,11 +14,28 @@ from typing import Any
 import numpy as np
 import pytest
 
-from kserve_v2 import ProtocolError, ServerError, TransportError, WireMessage
+from kserve_v2 import (
+    AsyncClient,
+    Client,
+    DeadlineExceededError,
+    ProtocolError,
+    ServerError,
+    TransportError,
+    WireMessage,
+)
 from kserve_v2.endpoint import parse_url
 from kserve_v2.grpc import AsyncGRPCStream, GRPCStream
 from kserve_v2.grpc.backend import GRPCBackend
-from kserve_v2.grpc.routing import READER_NAME
+from kserve_v2.grpc.routing import READER_NAME, STREAM_METHOD
+from kserve_v2.h2.frames import DATA
+from tests.hostile.h2_server import (
+    GRPC_OK_HEADERS,
+    GUARD,
+    U32,
+    Peer,
+    grpc_message,
+    scripted_servers,
+)
 
 pb = pytest.importorskip("kserve_v2.grpc._generated.grpc_service_pb2")
 
@@ -239,6 +256,38 @@ def test_an_error_response_belongs_to_its_request() -> None:
         call.messages.put(None)
 
 
+def test_an_ok_end_before_a_final_response_fails_the_request() -> None:
+    """The server ends the stream with status OK while a request still waits for its final
+    response: its consumers raise ProtocolError (they used to end with no result and no
+    error); a request answered in full is unaffected."""
+    stream, channel = sync_stream()
+    call = channel.call
+    with stream:
+        answered = stream.send("m", INPUTS, request_id="answered")
+        partial = stream.send("m", INPUTS, request_id="partial")
+        silent = stream.send("m", INPUTS, request_id="silent")
+        call.messages.put(response("answered"))
+        call.messages.put(response("partial", final=False))
+        call.messages.put(None)
+        assert [r.id for r in answered.results(timeout=30)] == ["answered"]
+        with pytest.raises(ProtocolError, match="'partial' was still waiting"):
+            partial.results(timeout=30)
+        with pytest.raises(ProtocolError, match="'silent' was still waiting"):
+            list(silent)
+        with pytest.raises(ProtocolError, match="'partial', 'silent' were still waiting"):
+            list(stream)
+    assert stream.closed
+
+
+def test_a_close_that_times_out_fails_the_requests_left() -> None:
+    stream, channel = sync_stream(close_timeout=0.05)
+    request = stream.send("m", INPUTS, request_id="a")
+    stream.close()  # the final response never comes: cancelled after 0.05 s
+    assert channel.call.cancelled
+    with pytest.raises(DeadlineExceededError, match="closed and cancelled after waiting"):
+        request.results(timeout=30)
+
+
 def test_cancel_ends_the_call_and_the_reader() -> None:
     seen: list[WireMessage] = []
     channel = Channel(ScriptedCall())
@@ -329,6 +378,31 @@ async def test_async_wait_times_out_and_keeps_the_responses() -> None:
         channel.call.messages.put_nowait(None)
 
 
+async def test_async_ok_end_before_a_final_response_fails_the_request() -> None:
+    stream, channel = async_stream()
+    call = channel.call
+    async with stream:
+        answered = await stream.send("m", INPUTS, request_id="answered")
+        silent = await stream.send("m", INPUTS, request_id="silent")
+        call.messages.put_nowait(response("answered"))
+        call.messages.put_nowait(None)
+        assert [r.id for r in await answered.results(timeout=30)] == ["answered"]
+        with pytest.raises(ProtocolError, match="'silent' was still waiting"):
+            await silent.results(timeout=30)
+        with pytest.raises(ProtocolError, match="'silent' was still waiting"):
+            [r async for r in stream]
+    assert stream.closed
+
+
+async def test_async_close_that_times_out_fails_the_requests_left() -> None:
+    stream, channel = async_stream(close_timeout=0.05)
+    request = await stream.send("m", INPUTS, request_id="a")
+    await stream.aclose()
+    assert channel.call.cancelled
+    with pytest.raises(DeadlineExceededError, match="closed and cancelled after waiting"):
+        await request.results(timeout=30)
+
+
 async def test_a_cancelled_reader_task_fails_the_requests_in_flight() -> None:
     stream, _ = async_stream()
     request = await stream.send("m", INPUTS)
@@ -340,3 +414,59 @@ async def test_a_cancelled_reader_task_fails_the_requests_in_flight() -> None:
         await request.results(timeout=30)
     await stream.cancel()
     assert stream.closed
+
+
+# ------------------------------------------- over HTTP/2: both transports, sync and async
+
+# What the scripted HTTP/2 server (the hostile-server kit's) does after the metadata request:
+# read two stream requests, answer the first in full, then end the stream with status OK.
+_OWED = "owed"
+
+
+def _ends_ok_after_one_answer(peer: Peer) -> None:
+    peer.handshake()
+    while (request := peer.read_headers()) is not None:
+        if request.header(":path") != STREAM_METHOD:
+            peer.read_body(request)
+            peer.send_response(request.stream_id, TRITON_METADATA)
+            continue
+        buffered, ids = b"", []
+        while len(ids) < 2:
+            got = peer.next_request_frame()
+            assert got.kind == DATA, got
+            buffered += got.payload
+            while len(buffered) >= 5 and len(buffered) >= 5 + U32.unpack(buffered[1:5])[0]:
+                size = U32.unpack(buffered[1:5])[0]
+                ids.append(request_id_of(buffered[5 : 5 + size]))
+                buffered = buffered[5 + size :]
+        peer.send_headers(request.stream_id, GRPC_OK_HEADERS)
+        peer.send_data(request.stream_id, grpc_message(response(ids[0])))
+        peer.send_trailers(request.stream_id)
+        peer.read_until_closed()  # the client's half-close, then its goodbye
+        return
+
+
+@pytest.mark.parametrize("transport", ["native", "grpcio"])
+async def test_ok_end_over_http2_fails_the_unanswered_request(transport: str) -> None:
+    """The same against a scripted HTTP/2 server, through both gRPC transports and both
+    clients: the answered request completes, the other raises ProtocolError."""
+    with scripted_servers() as start:
+        server = start(_ends_ok_after_one_answer)
+        with (
+            Client(server.url, timeout=GUARD, grpc_transport=transport) as client,
+            client.stream() as stream,
+        ):
+            answered = stream.send("m", INPUTS, request_id="answered")
+            owed = stream.send("m", INPUTS, request_id=_OWED)
+            assert [r.id for r in answered.results(timeout=GUARD)] == ["answered"]
+            with pytest.raises(ProtocolError, match="'owed' was still waiting"):
+                owed.results(timeout=GUARD)
+        async with (
+            AsyncClient(server.url, timeout=GUARD, grpc_transport=transport) as aclient,
+            aclient.stream() as astream,
+        ):
+            aanswered = await astream.send("m", INPUTS, request_id="answered")
+            aowed = await astream.send("m", INPUTS, request_id=_OWED)
+            assert [r.id async for r in aanswered] == ["answered"]
+            with pytest.raises(ProtocolError, match="'owed' was still waiting"):
+                await asyncio.wait_for(aowed.results(timeout=GUARD), GUARD)
