@@ -579,18 +579,22 @@ class H2Connection:
     def _sending(self, stream_id: int, event: StreamInput) -> _Stream:
         """The stream, moved on by one of our own inputs; H2StateError if not allowed."""
         stream = self._streams.get(stream_id)
-        state = stream.state if stream is not None else self.stream_state(stream_id)
-        following = _NEXT[state][event] if state is not None else None
+        following = _NEXT[stream.state][event] if stream is not None else None
         if stream is None or following is None:
-            where = state.name if state is not None else "not opened"
-            action = "send DATA" if event == _SEND_DATA else "end the stream"
-            raise H2StateError(
-                f"cannot {action} on stream {stream_id}: it is {where}",
-                stream_id=stream_id,
-                state=state,
-            )
+            raise self._not_allowed(stream_id, event)
         stream.state = following
         return stream
+
+    def _not_allowed(self, stream_id: int, event: StreamInput) -> H2StateError:
+        """The error of one of our own inputs the stream's state does not allow."""
+        state = self.stream_state(stream_id)
+        where = state.name if state is not None else "not opened"
+        action = "send DATA" if event == _SEND_DATA else "end the stream"
+        return H2StateError(
+            f"cannot {action} on stream {stream_id}: it is {where}",
+            stream_id=stream_id,
+            state=state,
+        )
 
     def send_trailers(self, stream_id: int, header_block: bytes) -> None:
         """Queue a header block that ends our side of the stream."""
@@ -629,8 +633,7 @@ class H2Connection:
         """
         stream = self._streams.get(stream_id)
         if stream is None or _NEXT[stream.state][_SEND_DATA] is None:
-            self._sending(stream_id, _SEND_DATA)  # raises, naming the state
-            raise AssertionError("unreachable")
+            raise self._not_allowed(stream_id, _SEND_DATA)
         # Slicing bytes copies: only a payload that fits one frame stays bytes (its one
         # slice is the object itself); anything larger is framed as views into it.
         view: Buffer
@@ -658,7 +661,10 @@ class H2Connection:
         self._send_window -= allowed
         stream.send_window -= allowed
         if end_stream and allowed == total:
-            self._sending(stream_id, _SEND_END_STREAM)
+            following = _NEXT[stream.state][_SEND_END_STREAM]
+            if following is None:
+                raise self._not_allowed(stream_id, _SEND_END_STREAM)
+            stream.state = following
         return allowed
 
     def reset_stream(self, stream_id: int, code: int = ErrorCode.CANCEL) -> None:
@@ -669,7 +675,10 @@ class H2Connection:
 
     def end_stream(self, stream_id: int) -> None:
         """Forget a stream both sides have finished (its window bookkeeping goes too)."""
-        self._forget(stream_id)
+        stream = self._streams.pop(stream_id, None)
+        if stream is not None and (stream.held or stream_id == self._data_stream):
+            self._streams[stream_id] = stream
+            self._forget(stream_id)
 
     def _forget(self, stream_id: int) -> bool:
         """Drop a stream's state; whether there was any. DATA the caller had not acknowledged
@@ -871,11 +880,15 @@ class H2Connection:
             payload = length - 1 - pad
         else:
             payload = length
-        self._account_received(length, payload, stream_id)
         stream = self._streams.get(stream_id)
+        self._account_received(length, payload, stream, stream_id)
         end_stream = bool(flags & FLAG_END_STREAM)
         if stream is not None:
-            self._received(stream, stream_id, _RECV_END_STREAM if end_stream else _RECV_DATA)
+            # The state table, inline (per frame): END_STREAM implies DATA's own input.
+            following = _NEXT[stream.state][_RECV_END_STREAM if end_stream else _RECV_DATA]
+            if following is None:
+                raise self._closed_stream(stream, stream_id, "DATA")
+            stream.state = following
         if stream_id >= self._next_stream_id or not stream_id & 1:
             raise self._fail(f"DATA on stream {stream_id}, which this client never opened")
         self._data_stream = stream_id if stream is not None else 0
@@ -905,25 +918,40 @@ class H2Connection:
             pos += skip
         return pos
 
-    def _account_received(self, length: int, payload: int, stream_id: int) -> None:
+    def _account_received(
+        self, length: int, payload: int, stream: _Stream | None, stream_id: int
+    ) -> None:
         """Receive-side flow control of a DATA frame: both windows shrink by its length; what
         is consumed now (all of it, or only its padding for a stream whose caller
-        acknowledges what it consumes) goes back to them."""
-        self._recv_window -= length
-        if self._recv_window < 0:
+        acknowledges what it consumes) goes back to them (:meth:`_consumed`, inline here:
+        this runs for every DATA frame)."""
+        window = self._recv_window - length
+        if window < 0:
             raise self._fail("the peer overran the connection window", ErrorCode.FLOW_CONTROL_ERROR)
-        stream = self._streams.get(stream_id)
-        if stream is not None:
-            stream.recv_window -= length
-            if stream.recv_window < 0:
-                raise self._fail(
-                    f"the peer overran stream {stream_id}'s window", ErrorCode.FLOW_CONTROL_ERROR
-                )
-            if not stream.acknowledge_on_receipt:
-                stream.held += payload
-                length -= payload
-        if length:
+        self._recv_window = window
+        if stream is None:
+            if length:
+                self._consumed(None, stream_id, length)
+            return
+        window = stream.recv_window - length
+        if window < 0:
+            raise self._fail(
+                f"the peer overran stream {stream_id}'s window", ErrorCode.FLOW_CONTROL_ERROR
+            )
+        stream.recv_window = window
+        if not stream.acknowledge_on_receipt:
+            stream.held += payload
+            length -= payload
+            if length:
+                self._consumed(stream, stream_id, length)
+            return
+        consumed = self._recv_consumed + length
+        if consumed >= _CONNECTION_REFILL or stream.recv_consumed + length >= self._stream_refill:
             self._consumed(stream, stream_id, length)
+            return
+        self._recv_consumed = consumed
+        if stream.state < _HALF_CLOSED_REMOTE:
+            stream.recv_consumed += length
 
     def _consumed(self, stream: _Stream | None, stream_id: int, nbytes: int) -> None:
         """``nbytes`` of DATA were consumed: give them back to the connection window, and to
@@ -967,7 +995,10 @@ class H2Connection:
         stream = self._streams.get(stream_id)
         end_stream = bool(flags & FLAG_END_STREAM)
         if stream is not None:
-            self._received(stream, stream_id, _RECV_END_STREAM if end_stream else _RECV_HEADERS)
+            following = _NEXT[stream.state][_RECV_END_STREAM if end_stream else _RECV_HEADERS]
+            if following is None:
+                raise self._closed_stream(stream, stream_id, "HEADERS")
+            stream.state = following
         block = payload[start:stop]
         if flags & FLAG_END_HEADERS:
             self._header_block(stream_id, block, end_stream, events)
@@ -1001,17 +1032,12 @@ class H2Connection:
             self._header_parts = []
             self._header_block(stream_id, memoryview(block), self._header_end_stream, events)
 
-    def _received(self, stream: _Stream, stream_id: int, event: StreamInput) -> None:
-        """Move a stream on by one of the peer's frames (END_STREAM implies the frame's own
-        input: both are legal in the same states)."""
-        following = _NEXT[stream.state][event]
-        if following is None:
-            kind = "HEADERS" if event == _RECV_HEADERS else "a frame"
-            raise self._fail(
-                f"{kind} on stream {stream_id} after it ended ({stream.state.name})",
-                ErrorCode.STREAM_CLOSED,
-            )
-        stream.state = following
+    def _closed_stream(self, stream: _Stream, stream_id: int, kind: str) -> H2ConnectionError:
+        """The error of a peer's frame the stream's state does not allow (it ended)."""
+        return self._fail(
+            f"{kind} on stream {stream_id} after it ended ({stream.state.name})",
+            ErrorCode.STREAM_CLOSED,
+        )
 
     def _header_block(
         self, stream_id: int, block: memoryview, end_stream: bool, events: list[Event]
