@@ -55,11 +55,11 @@ class GRPCKeepAlive:
     come more often than they allow (Triton: ``--grpc-http2-min-recv-ping-interval-without-data``)
     and close the connection with GOAWAY ``too_many_pings``.
 
-    Both gRPC transports take them. The native transport pings on the ``AsyncClient``'s
-    connections, which its event loop reads between calls too; the sync ``Client``'s native
-    connections are read only by a call, so they send no keepalive pings (a pooled
-    connection is checked for end of file before it is used again, and a call's deadline
-    bounds a silent server).
+    Both gRPC transports take them. On the native transport the ``AsyncClient``'s
+    connections, which its event loop reads between calls too, ping as grpcio's do; the sync
+    ``Client``'s are read only by a call, so they ping only while a call waits
+    (``permit_without_calls`` does not apply; a pooled connection is checked for end of
+    file before it is used again).
 
     Example::
 

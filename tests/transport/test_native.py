@@ -1355,3 +1355,40 @@ async def test_async_keepalive_stops_at_max_pings_without_data(serve: Serve) -> 
         assert await client.is_server_live() is True
         assert await asyncio.to_thread(third_ping.wait, GUARD)
         assert conn._pings_sent == 3
+
+
+# ---------------------------------------------------- keepalive, both clients (sync too)
+
+
+def answer_after_a_ping(peer: Peer) -> None:
+    """Answer each call only after acknowledging a keepalive PING (a stream call once its
+    requests ended)."""
+    peer.handshake()
+    while (request := peer.read_request()) is not None:
+        ping = peer.wait_for(PING, GUARD)
+        assert ping is not None  # without it the call times out, failing the test
+        peer.send_frame(PING, FLAG_ACK, 0, ping.payload)
+        peer.send_response(request.stream_id)
+
+
+def never_answer(peer: Peer) -> None:
+    peer.handshake()
+    black_hole(peer)
+
+
+def test_keepalive_pings_while_a_call_waits(serve: Serve, connect: Connect) -> None:
+    """GRPCKeepAlive on either client: a unary call and a stream call waiting on a silent
+    server PING it, and go on when it answers; a server that does not answer loses the
+    connection, the call failing with TransportError well before its deadline."""
+    keepalive = GRPCKeepAlive(time_ms=200, timeout_ms=1000)
+    client = connect(serve(answer_after_a_ping), timeout=GUARD * 2, grpc_keepalive=keepalive)
+    assert client.live(guard=GUARD * 3) is True
+    assert client.stream([b"x"], guard=GUARD * 3) == [LIVE_REPLY]
+    assert client.live(guard=GUARD * 3) is True  # a pooled connection, pinged again
+    silent = connect(serve(never_answer), timeout=GUARD * 2, grpc_keepalive=keepalive)
+    with pytest.raises(TransportError, match="did not answer a PING") as exc:
+        silent.live(guard=GUARD * 3)
+    assert not isinstance(exc.value, DeadlineExceededError)
+    with pytest.raises(TransportError, match="did not answer a PING") as exc:
+        silent.stream([b"x"], guard=GUARD * 3)
+    assert not isinstance(exc.value, DeadlineExceededError)

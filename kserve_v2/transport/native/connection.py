@@ -346,6 +346,13 @@ class ChannelSettings:
     def deadline_error(self, when: str = "(client side)") -> DeadlineExceededError:
         return DeadlineExceededError(f"gRPC deadline exceeded {when}", url=self.url)
 
+    def unanswered_ping_error(self) -> TransportError:
+        return TransportError(
+            f"gRPC UNAVAILABLE: {self.target} did not answer a PING within "
+            f"{self.keepalive_timeout:g} s; connection dropped",
+            url=self.url,
+        )
+
 
 def feed_response(
     events: list[Event], stream_id: int, response: CallResponse
@@ -387,9 +394,30 @@ class SyncConnection:
 
     Every blocking use of the socket goes through a deadline (:meth:`flush`,
     :meth:`read_events`); :meth:`poll_events` reads without waiting.
+
+    Keepalive (``grpc.keepalive_time_ms``): nobody reads the connection between calls, so
+    it PINGs only while a call waits, after each such interval without a byte from the
+    server (at most ``grpc.http2.max_pings_without_data`` in a row until a call sends,
+    :meth:`sending`); no answer within the keepalive timeout fails the call with
+    TransportError. A call's waits ask :meth:`keepalive_wake` when to call
+    :meth:`keepalive` (the stream's reader waits in ``select``, the unary call in
+    :meth:`read_events`).
     """
 
-    __slots__ = ("_buffer", "_nonblocking", "_view", "h2", "settings", "sock", "tls")
+    __slots__ = (
+        "_buffer",
+        "_heard",
+        "_nonblocking",
+        "_ping",
+        "_ping_deadline",
+        "_pings_sent",
+        "_view",
+        "h2",
+        "pings_without_data",
+        "settings",
+        "sock",
+        "tls",
+    )
 
     def __init__(self, sock: socket.socket, settings: ChannelSettings) -> None:
         self.sock = sock
@@ -401,6 +429,13 @@ class SyncConnection:
         # The socket's timeout is 0 (poll_events) until a blocking use re-arms it; switching
         # costs a system call, so only when the mode changes.
         self._nonblocking = False
+        # Keepalive: when bytes last arrived (kept only with keepalive on), the PING whose
+        # answer is awaited and by when, PINGs since a call last sent (see the class doc).
+        self._heard = time.monotonic()
+        self._ping: bytes | None = None
+        self._ping_deadline = 0.0
+        self._pings_sent = 0
+        self.pings_without_data = 0
 
     @classmethod
     def open(cls, settings: ChannelSettings, deadline: float | None) -> SyncConnection:
@@ -505,7 +540,10 @@ class SyncConnection:
             raise self.settings.deadline_error("while sending") from exc
 
     def read_events(self, deadline: float | None) -> list[Event]:
-        """Wait (until ``deadline``) for bytes; their HTTP/2 events."""
+        """Wait (until ``deadline``) for bytes; their HTTP/2 events. With keepalive on, the
+        wait PINGs a silent server (and fails if it does not answer)."""
+        if self.settings.keepalive_time is not None:
+            return self._read_events_alive(deadline)
         self._arm(deadline)
         try:
             n = self.sock.recv_into(self._buffer)
@@ -514,6 +552,74 @@ class SyncConnection:
         if not n:
             raise ConnectionClosed("the server closed the connection")
         return self.h2.receive(self._view[:n])
+
+    def _read_events_alive(self, deadline: float | None) -> list[Event]:
+        while True:
+            wake = self.keepalive_wake()
+            if wake is None or (deadline is not None and deadline <= wake):
+                self._arm(deadline)
+                keepalive = False
+            else:
+                self._nonblocking = False
+                self.sock.settimeout(max(0.0, wake - time.monotonic()))
+                keepalive = True
+            try:
+                n = self.sock.recv_into(self._buffer)
+            except TimeoutError as exc:
+                if not keepalive:
+                    raise self.settings.deadline_error() from exc
+                self.keepalive(deadline)
+                continue
+            if not n:
+                raise ConnectionClosed("the server closed the connection")
+            return self._received(n)
+
+    def _received(self, n: int) -> list[Event]:
+        """The events of ``n`` bytes read, noted for keepalive (which is on)."""
+        events = self.h2.receive(self._view[:n])
+        self._heard = time.monotonic()
+        ping = self._ping
+        if ping is not None:
+            for event in events:
+                if type(event) is PingAcknowledged and event.payload == ping:
+                    self._ping = None
+        return events
+
+    def sending(self) -> None:
+        """A call sends HEADERS or DATA: keepalive counts its silence from now (a PING of
+        an earlier call, unanswered while nobody read, is forgotten)."""
+        self.pings_without_data = 0
+        if self.settings.keepalive_time is not None:
+            self._heard = time.monotonic()
+            self._ping = None
+
+    def keepalive_wake(self) -> float | None:
+        """When :meth:`keepalive` has something to do (None: nothing, or keepalive off)."""
+        interval = self.settings.keepalive_time
+        if interval is None:
+            return None
+        if self._ping is not None:
+            return self._ping_deadline
+        most = self.settings.keepalive_max_pings
+        if most and self.pings_without_data >= most:
+            return None
+        return self._heard + interval
+
+    def keepalive(self, deadline: float | None) -> None:
+        """PING a server silent for the keepalive interval; TransportError if the PING sent
+        earlier went unanswered for the keepalive timeout."""
+        wake = self.keepalive_wake()
+        now = time.monotonic()
+        if wake is None or now < wake:
+            return
+        if self._ping is not None:
+            raise self.settings.unanswered_ping_error()
+        self._pings_sent += 1
+        self.pings_without_data += 1
+        self._ping = struct.pack(">Q", self._pings_sent)
+        self._ping_deadline = now + self.settings.keepalive_timeout
+        self.h2.ping(self._ping)
+        self.flush(deadline)
 
     def poll_events(self) -> list[Event] | None:
         """One read of what has arrived, without waiting: its HTTP/2 events, or None when
@@ -528,6 +634,8 @@ class SyncConnection:
             return None
         if not n:
             raise ConnectionClosed("the server closed the connection")
+        if self.settings.keepalive_time is not None:
+            return self._received(n)
         return self.h2.receive(self._view[:n])
 
     def unary(
@@ -541,6 +649,7 @@ class SyncConnection:
         h2 = self.h2
         response = CallResponse(limit)
         stream_id = h2.open_stream(block)
+        self.sending()
         try:
             if queue_data(h2, stream_id, parts, True):
                 # The window is full: send what is queued, read until it opens (or the
@@ -823,14 +932,7 @@ class AsyncConnection(asyncio.Protocol):
 
     def _unanswered(self) -> None:
         self._ping_timer = None
-        self._abort(
-            TransportError(
-                f"gRPC UNAVAILABLE: {self.settings.target} did not answer a PING within "
-                f"{self.settings.keepalive_timeout:g} s; connection dropped",
-                url=self.settings.url,
-            ),
-            drop=True,
-        )
+        self._abort(self.settings.unanswered_ping_error(), drop=True)
 
     def _keepalive_tick(self) -> None:
         settings = self.settings
