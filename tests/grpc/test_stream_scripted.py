@@ -27,12 +27,15 @@ from kserve_v2.endpoint import parse_url
 from kserve_v2.grpc import AsyncGRPCStream, GRPCStream
 from kserve_v2.grpc.backend import GRPCBackend
 from kserve_v2.grpc.routing import READER_NAME, STREAM_METHOD
-from kserve_v2.h2.frames import DATA
+from kserve_v2.h2.frames import DATA, FLAG_END_STREAM, HEADERS
 from tests.hostile.h2_server import (
     GRPC_OK_HEADERS,
     GUARD,
     U32,
+    Handler,
     Peer,
+    PeerClosed,
+    Request,
     grpc_message,
     scripted_servers,
 )
@@ -419,54 +422,68 @@ async def test_a_cancelled_reader_task_fails_the_requests_in_flight() -> None:
 # ------------------------------------------- over HTTP/2: both transports, sync and async
 
 # What the scripted HTTP/2 server (the hostile-server kit's) does after the metadata request:
-# read two stream requests, answer the first in full, then end the stream with status OK.
-_OWED = "owed"
+# read two stream requests, answer the first in full, then (once the test has that answer,
+# so both requests were written) end the stream with status OK.
 
 
-def _ends_ok_after_one_answer(peer: Peer) -> None:
-    peer.handshake()
-    while (request := peer.read_headers()) is not None:
-        if request.header(":path") != STREAM_METHOD:
-            peer.read_body(request)
-            peer.send_response(request.stream_id, TRITON_METADATA)
-            continue
-        buffered, ids = b"", []
+def _ends_ok_after_one_answer(answered: threading.Event) -> Handler:
+    def handler(peer: Peer) -> None:
+        peer.handshake()
+        calls: dict[int, Request] = {}  # frame by frame: the calls interleave
+        stream_id, buffered, ids = 0, b"", []
         while len(ids) < 2:
-            got = peer.next_request_frame()
+            try:
+                got = peer.next_request_frame()
+            except PeerClosed:  # a connection of the metadata request only (sync native)
+                return
+            if got.kind == HEADERS:
+                calls[got.stream_id] = request = peer.request_of(got)
+                if request.header(":path") == STREAM_METHOD:
+                    stream_id = got.stream_id
+                continue
             assert got.kind == DATA, got
-            buffered += got.payload
-            while len(buffered) >= 5 and len(buffered) >= 5 + U32.unpack(buffered[1:5])[0]:
-                size = U32.unpack(buffered[1:5])[0]
-                ids.append(request_id_of(buffered[5 : 5 + size]))
-                buffered = buffered[5 + size :]
-        peer.send_headers(request.stream_id, GRPC_OK_HEADERS)
-        peer.send_data(request.stream_id, grpc_message(response(ids[0])))
-        peer.send_trailers(request.stream_id)
+            if got.stream_id == stream_id:
+                buffered += got.payload
+                while len(buffered) >= 5 and len(buffered) >= 5 + U32.unpack(buffered[1:5])[0]:
+                    size = U32.unpack(buffered[1:5])[0]
+                    ids.append(request_id_of(buffered[5 : 5 + size]))
+                    buffered = buffered[5 + size :]
+            elif got.flags & FLAG_END_STREAM:  # the metadata request, whole
+                peer.send_response(got.stream_id, TRITON_METADATA)
+        peer.send_headers(stream_id, GRPC_OK_HEADERS)
+        peer.send_data(stream_id, grpc_message(response(ids[0])))
+        assert answered.wait(GUARD)
+        answered.clear()
+        peer.send_trailers(stream_id)
         peer.read_until_closed()  # the client's half-close, then its goodbye
-        return
+
+    return handler
 
 
 @pytest.mark.parametrize("transport", ["native", "grpcio"])
 async def test_ok_end_over_http2_fails_the_unanswered_request(transport: str) -> None:
     """The same against a scripted HTTP/2 server, through both gRPC transports and both
     clients: the answered request completes, the other raises ProtocolError."""
+    answered = threading.Event()
     with scripted_servers() as start:
-        server = start(_ends_ok_after_one_answer)
+        server = start(_ends_ok_after_one_answer(answered))
         with (
             Client(server.url, timeout=GUARD, grpc_transport=transport) as client,
             client.stream() as stream,
         ):
-            answered = stream.send("m", INPUTS, request_id="answered")
-            owed = stream.send("m", INPUTS, request_id=_OWED)
-            assert [r.id for r in answered.results(timeout=GUARD)] == ["answered"]
+            first = stream.send("m", INPUTS, request_id="answered")
+            owed = stream.send("m", INPUTS, request_id="owed")
+            assert [r.id for r in first.results(timeout=GUARD)] == ["answered"]
+            answered.set()
             with pytest.raises(ProtocolError, match="'owed' was still waiting"):
                 owed.results(timeout=GUARD)
         async with (
             AsyncClient(server.url, timeout=GUARD, grpc_transport=transport) as aclient,
             aclient.stream() as astream,
         ):
-            aanswered = await astream.send("m", INPUTS, request_id="answered")
-            aowed = await astream.send("m", INPUTS, request_id=_OWED)
-            assert [r.id async for r in aanswered] == ["answered"]
+            afirst = await astream.send("m", INPUTS, request_id="answered")
+            aowed = await astream.send("m", INPUTS, request_id="owed")
+            assert [r.id async for r in afirst] == ["answered"]
+            answered.set()
             with pytest.raises(ProtocolError, match="'owed' was still waiting"):
                 await asyncio.wait_for(aowed.results(timeout=GUARD), GUARD)

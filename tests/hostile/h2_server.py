@@ -262,6 +262,17 @@ class Peer:
         self.requests.append(request)
         return request
 
+    def request_of(self, got: Frame) -> Request:
+        """The request a HEADERS frame (a whole header block) starts, for handlers that
+        read frame by frame (calls interleaved on the connection)."""
+        assert got.kind == HEADERS, got
+        assert got.flags & FLAG_END_HEADERS, got
+        assert not got.flags & FLAG_PADDED
+        request = Request(got.stream_id, self._decoder.decode(got.payload))
+        request.ended = bool(got.flags & FLAG_END_STREAM)
+        self.requests.append(request)
+        return request
+
     def read_body(self, request: Request) -> None:
         """Read ``request``'s DATA up to END_STREAM."""
         while not request.ended:
