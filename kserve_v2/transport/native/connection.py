@@ -397,9 +397,9 @@ class SyncConnection:
 
     Keepalive (``grpc.keepalive_time_ms``): nobody reads the connection between calls, so
     it PINGs only while a call waits, after each such interval without a byte from the
-    server (at most ``grpc.http2.max_pings_without_data`` in a row until a call sends,
-    :meth:`sending`); no answer within the keepalive timeout fails the call with
-    TransportError. A call's waits ask :meth:`keepalive_wake` when to call
+    server (at most ``grpc.http2.max_pings_without_data`` in a row until a call sends:
+    :meth:`starting_call`, :meth:`sending`); no answer within the keepalive timeout fails
+    the call with TransportError. A call's waits ask :meth:`keepalive_wake` when to call
     :meth:`keepalive` (the stream's reader waits in ``select``, the unary call in
     :meth:`read_events`).
     """
@@ -585,13 +585,18 @@ class SyncConnection:
                     self._ping = None
         return events
 
-    def sending(self) -> None:
-        """A call sends HEADERS or DATA: keepalive counts its silence from now (a PING of
-        an earlier call, unanswered while nobody read, is forgotten)."""
+    def starting_call(self) -> None:
+        """A call starts (its HEADERS are queued): keepalive counts the server's silence
+        from now, not from before the connection waited in the pool unread (a PING of an
+        earlier call, unanswered meanwhile, is forgotten)."""
         self.pings_without_data = 0
         if self.settings.keepalive_time is not None:
             self._heard = time.monotonic()
             self._ping = None
+
+    def sending(self) -> None:
+        """A call sends DATA: keepalive PINGs may go on (see keepalive_max_pings)."""
+        self.pings_without_data = 0
 
     def keepalive_wake(self) -> float | None:
         """When :meth:`keepalive` has something to do (None: nothing, or keepalive off)."""
@@ -649,7 +654,7 @@ class SyncConnection:
         h2 = self.h2
         response = CallResponse(limit)
         stream_id = h2.open_stream(block)
-        self.sending()
+        self.starting_call()
         try:
             if queue_data(h2, stream_id, parts, True):
                 # The window is full: send what is queued, read until it opens (or the

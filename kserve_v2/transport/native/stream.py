@@ -218,7 +218,7 @@ class NativeStreamCall(_StreamCall):
         self._conn = conn
         try:
             self._stream_id = conn.h2.open_stream(self._block, end_stream=self._half_closed)
-            conn.sending()
+            conn.starting_call()
             self._end_sent = self._half_closed
             self._flush()
         except KServeError as exc:
