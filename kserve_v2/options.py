@@ -55,6 +55,12 @@ class GRPCKeepAlive:
     come more often than they allow (Triton: ``--grpc-http2-min-recv-ping-interval-without-data``)
     and close the connection with GOAWAY ``too_many_pings``.
 
+    Both gRPC transports take them. On the native transport the ``AsyncClient``'s
+    connections, which its event loop reads between calls too, ping as grpcio's do; the sync
+    ``Client``'s are read only by a call, so they ping only while a call waits
+    (``permit_without_calls`` does not apply; a pooled connection is checked for end of
+    file before it is used again).
+
     Example::
 
         Client("grpc://host:8001", grpc_keepalive=GRPCKeepAlive(time_ms=30_000))
@@ -90,9 +96,17 @@ class GRPCKeepAlive:
 #: The gRPC transports: the library's own HTTP/2 client, or grpcio.
 GRPC_TRANSPORTS: Final = ("native", "grpcio")
 
-#: grpcio channel arguments the native transport honours too.
+#: grpcio channel arguments the native transport honours too (the keepalive ones: see
+#: :class:`GRPCKeepAlive`).
 NATIVE_CHANNEL_OPTIONS: Final = frozenset(
-    {"grpc.max_send_message_length", "grpc.max_receive_message_length"}
+    {
+        "grpc.max_send_message_length",
+        "grpc.max_receive_message_length",
+        "grpc.keepalive_time_ms",
+        "grpc.keepalive_timeout_ms",
+        "grpc.keepalive_permit_without_calls",
+        "grpc.http2.max_pings_without_data",
+    }
 )
 
 
@@ -126,8 +140,9 @@ class GRPCOptions:
     """The gRPC settings of a client (``grpc://`` and ``grpcs://`` URLs), checked when built.
 
     ``transport``: ``"native"`` (default), the library's own HTTP/2 client, which needs no
-    grpcio and costs far less CPU per call; or ``"grpcio"``, which the other three settings
-    need (the native transport honours only the message-size channel options).
+    grpcio and costs far less CPU per call; or ``"grpcio"``, which ``credentials`` and most
+    channel options need (the native transport honours the message-size and keepalive
+    ones).
     ``channel_options``: further grpcio channel arguments, a mapping or (name, value) pairs,
     added to the defaults (unlimited message sizes); kept as a tuple of pairs.
     ``credentials``: a ready ``grpc.ChannelCredentials`` for ``grpcs://`` (instead of the
@@ -163,10 +178,8 @@ class GRPCOptions:
             problems = []
             if self.credentials is not None:
                 problems.append("credentials (grpc_credentials)")
-            if self.keepalive is not None:
-                problems.append("keepalive (grpc_keepalive)")
             if any(key not in NATIVE_CHANNEL_OPTIONS for key, _ in pairs):
-                names = " and ".join(sorted(NATIVE_CHANNEL_OPTIONS))
+                names = ", ".join(sorted(NATIVE_CHANNEL_OPTIONS))
                 problems.append(f"channel options (grpc_options) other than {names}")
             if problems:
                 raise InvalidInputError(

@@ -34,8 +34,10 @@ def test_grpc_options_are_frozen() -> None:
 def test_grpcio_settings_need_the_grpcio_transport() -> None:
     keepalive = GRPCKeepAlive(time_ms=30_000)
     assert GRPCOptions(transport="grpcio", keepalive=keepalive).keepalive is keepalive
+    # Keepalive PINGs and their channel options: the native transport has them too.
+    assert GRPCOptions(keepalive=keepalive).keepalive is keepalive
+    assert GRPCOptions(channel_options=keepalive.channel_options()).channel_options
     for settings in (
-        {"keepalive": keepalive},
         {"credentials": object()},
         {"channel_options": {"grpc.enable_retries": 0}},
     ):

@@ -110,6 +110,17 @@ class Router:
     stream's (``request_id=None`` in :meth:`take` and :meth:`done`). ``_order`` keeps arrival
     order across requests, ``_queues`` each request's share of it, so both kinds of consumer
     take in O(1).
+
+    A request the stream's end leaves in flight fails, unless its end could not be known:
+
+    * the stream failed: its error, for every request in flight;
+    * the stream ended with status OK (the server's word that it answered everything):
+      :class:`~kserve_v2.ProtocolError` for a request that was owed more, that is one that
+      got no response, or one that asked for Triton's empty final response
+      (``final_promised``) and did not get it. A request whose responses marked no end
+      (MLServer's bare responses; Triton's not final ones, without the empty final response
+      asked for) ends with the stream, as it must;
+    * the stream was closed and its close timed out (:meth:`abandon`): that error.
     """
 
     def __init__(self, show_empty_final: bool) -> None:
@@ -120,10 +131,17 @@ class Router:
         self._seq = itertools.count()
         # Outputs each request placed in shared memory: Triton's answer does not say which.
         self._placements: dict[str, codec.Placements] = {}
+        # Requests that asked for the empty final response: their end is sure to come.
+        self._promised: set[str] = set()
+        # Requests in flight that may end with the stream (see the class docstring).
+        self._open_ended: set[str] = set()
         self.ended = False
         self.error: KServeError | None = None
         #: Bytes of the messages of the responses buffered (delivered, not taken yet).
         self.buffered = 0
+        # Why the requests still in flight will not complete, when the stream's end was no
+        # failure: "ok" (the server ended it) or the error abandon() was given.
+        self._left: str | KServeError | None = None
 
     @property
     def pending(self) -> int:
@@ -132,7 +150,15 @@ class Router:
     def is_pending(self, request_id: str) -> bool:
         return request_id in self._pending
 
-    def register(self, request_id: str, placements: codec.Placements | None = None) -> None:
+    def register(
+        self,
+        request_id: str,
+        placements: codec.Placements | None = None,
+        *,
+        final_promised: bool = False,
+    ) -> None:
+        """A request sent; ``final_promised``: it asked for Triton's empty final response,
+        so it is not complete until a final response comes."""
         if request_id in self._pending:
             raise InvalidInputError(
                 f"request id {request_id!r} is already in flight on this stream; "
@@ -142,22 +168,30 @@ class Router:
         self._pending.add(request_id)
         if placements:
             self._placements[request_id] = placements
+        if final_promised:
+            self._promised.add(request_id)
 
     def placements(self, request_id: str) -> codec.Placements | None:
         return self._placements.get(request_id)
 
     def forget(self, request_id: str) -> None:
         """A request that could not be sent."""
+        self._ended(request_id)
+        self._collect(request_id)
+
+    def _ended(self, request_id: str) -> None:
         self._pending.discard(request_id)
         self._placements.pop(request_id, None)
-        self._collect(request_id)
+        self._promised.discard(request_id)
+        self._open_ended.discard(request_id)
 
     def deliver(self, event: codec.StreamEvent, size: int = 0) -> None:
         """Buffer a response (``size``: the bytes of its message, see :attr:`buffered`)."""
         request_id = event.request_id
         if event.complete:
-            self._pending.discard(request_id)
-            self._placements.pop(request_id, None)
+            self._ended(request_id)
+        elif (event.bare or request_id not in self._promised) and request_id in self._pending:
+            self._open_ended.add(request_id)  # its end may come with the stream's only
         if event.empty_final and not self.show_empty_final:
             self._collect(request_id)  # it only said "complete"
             return
@@ -181,10 +215,21 @@ class Router:
         for request_id in {entry.request_id for entry in entries}:
             self._queues[request_id] = deque(sorted(self._queues[request_id]))
 
-    def finish(self, error: KServeError | None) -> None:
+    def finish(self, error: KServeError | None, *, status_ok: bool = False) -> None:
+        """The stream ended: failed with ``error``, or (None) cancelled, or with the
+        server's status OK (``status_ok``)."""
         self.ended = True
         if self.error is None:
             self.error = error
+        if status_ok and self._left is None:
+            self._left = "ok"
+
+    def abandon(self, error: KServeError) -> None:
+        """The requests in flight will not complete, for a reason of this side's (a close
+        that timed out): consumers still waiting for them raise ``error``. The stream is
+        cancelled next; a failure already recorded wins."""
+        if self._left is None:
+            self._left = error
 
     def take(self, request_id: str | None) -> Entry | None:
         """The earliest response buffered for ``request_id`` (for any request: None)."""
@@ -221,11 +266,36 @@ class Router:
         return self.ended or request_id not in self._pending
 
     def stop_error(self, request_id: str | None) -> KServeError | None:
-        """The error a consumer raises once its responses ran out, if any: the stream's
-        failure, for consumers whose request(s) were still in flight."""
+        """The error a consumer raises once its responses ran out, if any: for consumers
+        whose request(s) were still in flight, the stream's failure, or why the stream's
+        end left them incomplete (see the class docstring)."""
         if request_id is None:
-            return self.error if self._pending else None
-        return self.error if request_id in self._pending else None
+            if not self._pending:
+                return None
+            if self.error is not None:
+                return self.error
+            stuck = sorted(self._pending - self._open_ended)
+            return self._incomplete(stuck) if stuck else None
+        if request_id not in self._pending:
+            return None
+        if self.error is not None:
+            return self.error
+        return None if request_id in self._open_ended else self._incomplete([request_id])
+
+    def _incomplete(self, request_ids: list[str]) -> KServeError | None:
+        left = self._left
+        if left is None:
+            return None
+        if not isinstance(left, str):
+            return left
+        names = ", ".join(repr(rid) for rid in request_ids[:5])
+        if len(request_ids) > 5:
+            names += f" and {len(request_ids) - 5} more"
+        what = f"request {names} was" if len(request_ids) == 1 else f"requests {names} were"
+        return ProtocolError(
+            f"the server ended the stream (status OK) while {what} still waiting for "
+            "a final response"
+        )
 
     def _collect(self, request_id: str) -> None:
         if request_id not in self._pending and not self._queues.get(request_id):

@@ -31,6 +31,14 @@ response, so a request they answer ends when the stream does. With such a server
 sending side (``close()``, or leave the ``with`` block; the server then ends the stream after
 its last response) and read the results, or iterate the stream, which ends with it.
 
+A request the stream's end leaves in flight does not end quietly when it was owed more: if
+the server ends the stream with status OK before a request got any response, or before the
+empty final response the request asked for, its consumers (and the stream's) raise
+:class:`~kserve_v2.ProtocolError` naming it; if ``close()`` waited its timeout and cancelled
+the stream, :class:`~kserve_v2.DeadlineExceededError`. A request whose responses marked no end
+(MLServer's; Triton's not final ones when the empty final response was not asked for) ends
+with the stream, and ``cancel()`` ends every request quietly: the caller asked for it.
+
 The streams run on either gRPC transport: they use the channel's ``open_stream`` (see
 :class:`~kserve_v2.interfaces.SyncStreamCall`), and its ``call_unary`` for the metadata
 request above. The call opens when the stream is entered or at

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from kserve_v2.arguments import InputsArg, OutputsArg, check_compression, check_timeout
 from kserve_v2.concurrency import AsyncBackground, AsyncCondition, AsyncLock
-from kserve_v2.errors import KServeError, TransportError
+from kserve_v2.errors import DeadlineExceededError, KServeError, TransportError
 from kserve_v2.grpc import codec, routing
 from kserve_v2.grpc.backend import triton_only_parameter
 from kserve_v2.grpc.routing import (
@@ -55,7 +55,9 @@ class AsyncStreamRequest:
     """One request sent on a stream (:class:`AsyncGRPCStream`): iterate it for its responses.
 
     Iteration yields each response as it arrives and stops when the request is complete
-    (or the stream ended); an error response raises :class:`~kserve_v2.ServerError`.
+    (or the stream ended); an error response raises :class:`~kserve_v2.ServerError`, a
+    stream that ended while the request was still owed a response its error (see
+    :mod:`kserve_v2.grpc.stream`).
 
     Example::
 
@@ -219,7 +221,7 @@ class AsyncGRPCStream:
             raise
         finally:
             with cond:
-                router.finish(error)
+                router.finish(error, status_ok=error is None and status == "OK")
                 cond.notify_all()
             hook_event(hook, "receive", None, self._started, (), status, error)
 
@@ -300,7 +302,9 @@ class AsyncGRPCStream:
             if call is None or self._half_closed or router.ended:
                 raise closed_error(router)
             rid = request.id or self._ids.make(router)
-            router.register(rid, codec.output_placements(request))
+            router.register(
+                rid, codec.output_placements(request), final_promised=bool(self._empty_final)
+            )
             self._sent_any = True
         try:
             data = encode_request(request, rid)  # outside _cond: the reader must not wait on it
@@ -468,6 +472,14 @@ class AsyncGRPCStream:
                 with contextlib.suppress(KServeError):
                     await call.done_writing()
         if not await reader.join(time_left(deadline)):
+            with self._cond:
+                self._router.abandon(
+                    DeadlineExceededError(
+                        f"the stream was closed and cancelled after waiting {wait:g} s: "
+                        "the request was not complete by then",
+                        url=self._url,
+                    )
+                )
             await self.cancel()
         self._finish()
 

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from kserve_v2.arguments import InputsArg, OutputsArg, check_compression, check_timeout
 from kserve_v2.concurrency import Background, Condition, Lock
-from kserve_v2.errors import KServeError, TransportError
+from kserve_v2.errors import DeadlineExceededError, KServeError, TransportError
 from kserve_v2.grpc import codec, routing
 from kserve_v2.grpc.backend import triton_only_parameter
 from kserve_v2.grpc.routing import (
@@ -56,7 +56,9 @@ class StreamRequest:
     """One request sent on a stream (:class:`GRPCStream`): iterate it for its responses.
 
     Iteration yields each response as it arrives and stops when the request is complete
-    (or the stream ended); an error response raises :class:`~kserve_v2.ServerError`.
+    (or the stream ended); an error response raises :class:`~kserve_v2.ServerError`, a
+    stream that ended while the request was still owed a response its error (see
+    :mod:`kserve_v2.grpc.stream`).
 
     Example::
 
@@ -220,7 +222,7 @@ class GRPCStream:
             raise
         finally:
             with cond:
-                router.finish(error)
+                router.finish(error, status_ok=error is None and status == "OK")
                 cond.notify_all()
             hook_event(hook, "receive", None, self._started, (), status, error)
 
@@ -301,7 +303,9 @@ class GRPCStream:
             if call is None or self._half_closed or router.ended:
                 raise closed_error(router)
             rid = request.id or self._ids.make(router)
-            router.register(rid, codec.output_placements(request))
+            router.register(
+                rid, codec.output_placements(request), final_promised=bool(self._empty_final)
+            )
             self._sent_any = True
         try:
             data = encode_request(request, rid)  # outside _cond: the reader must not wait on it
@@ -465,6 +469,14 @@ class GRPCStream:
                 with contextlib.suppress(KServeError):
                     call.done_sending()
         if not reader.join(time_left(deadline)):
+            with self._cond:
+                self._router.abandon(
+                    DeadlineExceededError(
+                        f"the stream was closed and cancelled after waiting {wait:g} s: "
+                        "the request was not complete by then",
+                        url=self._url,
+                    )
+                )
             self.cancel()
         self._finish()
 

@@ -456,6 +456,11 @@ class H2Connection:
         self._decoder = Decoder(max_header_list_size=max_header_list_size)
         self._max_header_list_size = max_header_list_size
         self._out: list[Buffer] = []
+        #: Bytes of the small frames queued so far that answer the peer or end a stream:
+        #: acknowledgements, window updates, resets (a running total; not HEADERS, DATA or
+        #: our own PINGs). A peer can make us queue these by what it sends: a transport
+        #: bounds how many it leaves unsent (:mod:`kserve_v2.transport.native`).
+        self.replies_queued = 0
         self._streams: dict[int, _Stream] = {}
         self._next_stream_id = 1
         # What the peer allows us.
@@ -582,18 +587,22 @@ class H2Connection:
     def _sending(self, stream_id: int, event: StreamInput) -> _Stream:
         """The stream, moved on by one of our own inputs; H2StateError if not allowed."""
         stream = self._streams.get(stream_id)
-        state = stream.state if stream is not None else self.stream_state(stream_id)
-        following = _NEXT[state][event] if state is not None else None
+        following = _NEXT[stream.state][event] if stream is not None else None
         if stream is None or following is None:
-            where = state.name if state is not None else "not opened"
-            action = "send DATA" if event == _SEND_DATA else "end the stream"
-            raise H2StateError(
-                f"cannot {action} on stream {stream_id}: it is {where}",
-                stream_id=stream_id,
-                state=state,
-            )
+            raise self._not_allowed(stream_id, event)
         stream.state = following
         return stream
+
+    def _not_allowed(self, stream_id: int, event: StreamInput) -> H2StateError:
+        """The error of one of our own inputs the stream's state does not allow."""
+        state = self.stream_state(stream_id)
+        where = state.name if state is not None else "not opened"
+        action = "send DATA" if event == _SEND_DATA else "end the stream"
+        return H2StateError(
+            f"cannot {action} on stream {stream_id}: it is {where}",
+            stream_id=stream_id,
+            state=state,
+        )
 
     def send_trailers(self, stream_id: int, header_block: bytes) -> None:
         """Queue a header block that ends our side of the stream."""
@@ -632,8 +641,7 @@ class H2Connection:
         """
         stream = self._streams.get(stream_id)
         if stream is None or _NEXT[stream.state][_SEND_DATA] is None:
-            self._sending(stream_id, _SEND_DATA)  # raises, naming the state
-            raise AssertionError("unreachable")
+            raise self._not_allowed(stream_id, _SEND_DATA)
         # Slicing bytes copies: only a payload that fits one frame stays bytes (its one
         # slice is the object itself); anything larger is framed as views into it.
         view: Buffer
@@ -661,17 +669,24 @@ class H2Connection:
         self._send_window -= allowed
         stream.send_window -= allowed
         if end_stream and allowed == total:
-            self._sending(stream_id, _SEND_END_STREAM)
+            following = _NEXT[stream.state][_SEND_END_STREAM]
+            if following is None:
+                raise self._not_allowed(stream_id, _SEND_END_STREAM)
+            stream.state = following
         return allowed
 
     def reset_stream(self, stream_id: int, code: int = ErrorCode.CANCEL) -> None:
         """Queue RST_STREAM and forget the stream (its late frames are dropped)."""
         if self._forget(stream_id):
             self._out.append(frame_header(4, RST_STREAM, 0, stream_id) + _U32.pack(code))
+            self.replies_queued += 13
 
     def end_stream(self, stream_id: int) -> None:
         """Forget a stream both sides have finished (its window bookkeeping goes too)."""
-        self._forget(stream_id)
+        stream = self._streams.pop(stream_id, None)
+        if stream is not None and (stream.held or stream_id == self._data_stream):
+            self._streams[stream_id] = stream
+            self._forget(stream_id)
 
     def _forget(self, stream_id: int) -> bool:
         """Drop a stream's state; whether there was any. DATA the caller had not acknowledged
@@ -718,6 +733,17 @@ class H2Connection:
             self._out.append(frame_header(len(payload), GOAWAY, 0, 0) + payload)
 
     # ---------------------------------------------------------------- receiving
+
+    def _reply(self, frame: bytes) -> None:
+        """Queue a small frame answering the peer (acknowledgement, window update). Such
+        frames in a row share one buffer: a flood of PINGs costs 17 bytes an answer, not an
+        object each (the only bytearrays queued are these)."""
+        self.replies_queued += len(frame)
+        out = self._out
+        if out and type(out[-1]) is bytearray:
+            out[-1] += frame
+        else:
+            out.append(bytearray(frame))
 
     def _fail(self, message: str, code: int = ErrorCode.PROTOCOL_ERROR) -> H2ConnectionError:
         self.close(code, message.encode("ascii", "replace")[:200])
@@ -864,18 +890,24 @@ class H2Connection:
             payload = length - 1 - pad
         else:
             payload = length
-        self._account_received(length, payload, stream_id)
         stream = self._streams.get(stream_id)
+        self._account_received(length, payload, stream, stream_id)
         end_stream = bool(flags & FLAG_END_STREAM)
         if stream is not None:
-            self._received(stream, stream_id, _RECV_END_STREAM if end_stream else _RECV_DATA)
+            # The state table, inline (per frame): END_STREAM implies DATA's own input.
+            following = _NEXT[stream.state][_RECV_END_STREAM if end_stream else _RECV_DATA]
+            if following is None:
+                raise self._closed_stream(stream, stream_id, "DATA")
+            stream.state = following
         if stream_id >= self._next_stream_id or not stream_id & 1:
             raise self._fail(f"DATA on stream {stream_id}, which this client never opened")
         self._data_stream = stream_id if stream is not None else 0
         self._data_left = payload
         self._pad_left = pad
         self._data_end = end_stream
-        if payload == 0 and stream is not None:
+        if payload == 0 and stream is not None and end_stream:
+            # An empty DATA frame says something only when it ends the stream (a flood of
+            # empty ones must not become a flood of events).
             events.append(DataReceived(stream_id, memoryview(b""), end_stream))
 
     def _data_payload(self, view: memoryview, pos: int, end: int, events: list[Event]) -> int:
@@ -896,39 +928,54 @@ class H2Connection:
             pos += skip
         return pos
 
-    def _account_received(self, length: int, payload: int, stream_id: int) -> None:
+    def _account_received(
+        self, length: int, payload: int, stream: _Stream | None, stream_id: int
+    ) -> None:
         """Receive-side flow control of a DATA frame: both windows shrink by its length; what
         is consumed now (all of it, or only its padding for a stream whose caller
-        acknowledges what it consumes) goes back to them."""
-        self._recv_window -= length
-        if self._recv_window < 0:
+        acknowledges what it consumes) goes back to them (:meth:`_consumed`, inline here:
+        this runs for every DATA frame)."""
+        window = self._recv_window - length
+        if window < 0:
             raise self._fail("the peer overran the connection window", ErrorCode.FLOW_CONTROL_ERROR)
-        stream = self._streams.get(stream_id)
-        if stream is not None:
-            stream.recv_window -= length
-            if stream.recv_window < 0:
-                raise self._fail(
-                    f"the peer overran stream {stream_id}'s window", ErrorCode.FLOW_CONTROL_ERROR
-                )
-            if not stream.acknowledge_on_receipt:
-                stream.held += payload
-                length -= payload
-        if length:
+        self._recv_window = window
+        if stream is None:
+            if length:
+                self._consumed(None, stream_id, length)
+            return
+        window = stream.recv_window - length
+        if window < 0:
+            raise self._fail(
+                f"the peer overran stream {stream_id}'s window", ErrorCode.FLOW_CONTROL_ERROR
+            )
+        stream.recv_window = window
+        if not stream.acknowledge_on_receipt:
+            stream.held += payload
+            length -= payload
+            if length:
+                self._consumed(stream, stream_id, length)
+            return
+        consumed = self._recv_consumed + length
+        if consumed >= _CONNECTION_REFILL or stream.recv_consumed + length >= self._stream_refill:
             self._consumed(stream, stream_id, length)
+            return
+        self._recv_consumed = consumed
+        if stream.state < _HALF_CLOSED_REMOTE:
+            stream.recv_consumed += length
 
     def _consumed(self, stream: _Stream | None, stream_id: int, nbytes: int) -> None:
         """``nbytes`` of DATA were consumed: give them back to the connection window, and to
         the stream's while the peer may still send on it, each once half of it is free."""
         consumed = self._recv_consumed + nbytes
         if consumed >= _CONNECTION_REFILL:
-            self._out.append(frame_header(4, WINDOW_UPDATE, 0, 0) + _U32.pack(consumed))
+            self._reply(frame_header(4, WINDOW_UPDATE, 0, 0) + _U32.pack(consumed))
             self._recv_window += consumed
             consumed = 0
         self._recv_consumed = consumed
         if stream is not None and stream.state < _HALF_CLOSED_REMOTE:
             consumed = stream.recv_consumed + nbytes
             if consumed >= self._stream_refill:
-                self._out.append(frame_header(4, WINDOW_UPDATE, 0, stream_id) + _U32.pack(consumed))
+                self._reply(frame_header(4, WINDOW_UPDATE, 0, stream_id) + _U32.pack(consumed))
                 stream.recv_window += consumed
                 consumed = 0
             stream.recv_consumed = consumed
@@ -958,7 +1005,10 @@ class H2Connection:
         stream = self._streams.get(stream_id)
         end_stream = bool(flags & FLAG_END_STREAM)
         if stream is not None:
-            self._received(stream, stream_id, _RECV_END_STREAM if end_stream else _RECV_HEADERS)
+            following = _NEXT[stream.state][_RECV_END_STREAM if end_stream else _RECV_HEADERS]
+            if following is None:
+                raise self._closed_stream(stream, stream_id, "HEADERS")
+            stream.state = following
         block = payload[start:stop]
         if flags & FLAG_END_HEADERS:
             self._header_block(stream_id, block, end_stream, events)
@@ -992,17 +1042,12 @@ class H2Connection:
             self._header_parts = []
             self._header_block(stream_id, memoryview(block), self._header_end_stream, events)
 
-    def _received(self, stream: _Stream, stream_id: int, event: StreamInput) -> None:
-        """Move a stream on by one of the peer's frames (END_STREAM implies the frame's own
-        input: both are legal in the same states)."""
-        following = _NEXT[stream.state][event]
-        if following is None:
-            kind = "HEADERS" if event == _RECV_HEADERS else "a frame"
-            raise self._fail(
-                f"{kind} on stream {stream_id} after it ended ({stream.state.name})",
-                ErrorCode.STREAM_CLOSED,
-            )
-        stream.state = following
+    def _closed_stream(self, stream: _Stream, stream_id: int, kind: str) -> H2ConnectionError:
+        """The error of a peer's frame the stream's state does not allow (it ended)."""
+        return self._fail(
+            f"{kind} on stream {stream_id} after it ended ({stream.state.name})",
+            ErrorCode.STREAM_CLOSED,
+        )
 
     def _header_block(
         self, stream_id: int, block: memoryview, end_stream: bool, events: list[Event]
@@ -1093,7 +1138,7 @@ class H2Connection:
                     )
             if window_delta > 0:
                 events.append(WindowUpdated(0))
-        self._out.append(frame_header(0, SETTINGS, FLAG_ACK, 0))
+        self._reply(frame_header(0, SETTINGS, FLAG_ACK, 0))
 
     def _window_update(self, payload: memoryview, stream_id: int, events: list[Event]) -> None:
         if len(payload) != 4:
@@ -1129,7 +1174,7 @@ class H2Connection:
         if flags & FLAG_ACK:
             events.append(PingAcknowledged(bytes(payload)))
         else:
-            self._out.append(frame_header(8, PING, FLAG_ACK, 0) + bytes(payload))
+            self._reply(frame_header(8, PING, FLAG_ACK, 0) + bytes(payload))
 
     def _goaway(self, payload: memoryview, stream_id: int, events: list[Event]) -> None:
         if stream_id != 0:

@@ -35,6 +35,15 @@ def test_grpc_keywords_fill_the_same_options_object(cls: type[Client | AsyncClie
     assert Client("grpc://127.0.0.1:1")._grpc == GRPCOptions()
 
 
+@pytest.mark.parametrize("cls", [Client, AsyncClient])
+def test_keepalive_reaches_the_native_transport(cls: type[Client | AsyncClient]) -> None:
+    client = cls("grpc://127.0.0.1:1", grpc_keepalive=KEEPALIVE)
+    assert client.grpc_transport == "native"
+    options = dict(client._grpc_config.options)
+    assert options["grpc.keepalive_time_ms"] == 30_000
+    assert options["grpc.keepalive_timeout_ms"] == 20_000
+
+
 def test_max_response_size_yields_to_explicit_channel_options() -> None:
     limit = "grpc.max_receive_message_length"
     client = Client("grpc://127.0.0.1:1", max_response_size=100)
@@ -50,7 +59,7 @@ def test_max_response_size_yields_to_explicit_channel_options() -> None:
         ("grpc://h:1", {"grpc": GRPCOptions(), "grpc_transport": "grpcio"}, "not both"),
         ("grpc://h:1", {"grpc": GRPCOptions(), "grpc_keepalive": KEEPALIVE}, "not both"),
         ("grpc://h:1", {"grpc": {"transport": "grpcio"}}, "GRPCOptions"),
-        ("grpc://h:1", {"grpc_keepalive": KEEPALIVE}, 'transport="grpcio"'),
+        ("grpc://h:1", {"grpc_credentials": object()}, 'transport="grpcio"'),
         ("grpc://h:1", {"grpc_transport": "h2"}, "transport must be one of"),
         ("http://h:1", {"grpc": GRPCOptions(transport="grpcio")}, "grpc:// and grpcs://"),
         ("http://h:1", {"grpc_transport": "grpcio"}, "grpc:// and grpcs://"),

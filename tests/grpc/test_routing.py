@@ -9,7 +9,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from kserve_v2.errors import DeadlineExceededError, InvalidInputError, ServerError
+from kserve_v2.errors import DeadlineExceededError, InvalidInputError, ProtocolError, ServerError
 from kserve_v2.grpc.codec import StreamEvent
 from kserve_v2.grpc.routing import Router, remaining, stream_deadline, time_left
 from kserve_v2.messages import InferResult, OutputTensor
@@ -68,6 +68,63 @@ def test_router_ends_requests_answered_by_bare_responses_with_the_stream() -> No
     assert router.done_for("a")
     assert [e.request_id for e in (router.take_for("a"), router.take_for("a")) if e] == ["a", "a"]
     assert router.take_for("a") is None
+
+
+def test_router_fails_requests_an_ok_end_leaves_owed_a_response() -> None:
+    """Status OK while requests wait: those owed more fail (no response at all; the empty
+    final response asked for and not come), those whose end could not be known do not."""
+    router = Router(show_empty_final=False)
+    router.register("silent")  # never answered
+    router.register("promised", final_promised=True)
+    router.deliver(event("promised", False))  # its final response never comes
+    router.register("open")  # Triton's decoupled answer, the empty final not asked for
+    router.deliver(event("open", False))
+    router.register("bare", final_promised=True)  # MLServer's answer marks no end
+    router.deliver(replace(event("bare", None), bare=True))
+    router.register("done", final_promised=True)
+    router.deliver(event("done", True))
+    router.finish(None, status_ok=True)
+    for request_id in ("silent", "promised"):
+        error = router.stop_error(request_id)
+        assert isinstance(error, ProtocolError)
+        assert f"request {request_id!r} was still waiting for a final response" in str(error)
+    for request_id in ("open", "bare", "done"):
+        assert router.stop_error(request_id) is None
+    error = router.stop_error(None)
+    assert isinstance(error, ProtocolError)
+    assert "requests 'promised', 'silent' were still waiting" in str(error)
+
+
+def test_router_ok_end_with_nothing_owed_and_cancel_raise_nothing() -> None:
+    router = Router(show_empty_final=False)
+    router.register("open")
+    router.deliver(event("open", False))
+    router.finish(None, status_ok=True)
+    assert router.stop_error(None) is None
+    cancelled = Router(show_empty_final=False)
+    cancelled.register("a", final_promised=True)
+    cancelled.finish(None)  # this side cancelled: the caller knows
+    assert cancelled.stop_error("a") is None
+    assert cancelled.stop_error(None) is None
+
+
+def test_router_abandoned_requests_raise_the_reason() -> None:
+    router = Router(show_empty_final=False)
+    router.register("a", final_promised=True)
+    router.register("b")
+    router.deliver(event("b", True))
+    reason = DeadlineExceededError("closed after waiting")
+    router.abandon(reason)
+    router.finish(None)  # the cancel that follows
+    assert router.stop_error("a") is reason
+    assert router.stop_error(None) is reason
+    assert router.stop_error("b") is None
+    failed = Router(show_empty_final=False)
+    failed.register("a")
+    failure = ServerError("stream failed", grpc_code="INTERNAL")
+    failed.finish(failure)
+    failed.abandon(reason)
+    assert failed.stop_error("a") is failure  # a failure wins
 
 
 def test_router_errors_end_a_request_only_when_final_or_unflagged() -> None:

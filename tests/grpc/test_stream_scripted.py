@@ -15,11 +15,31 @@ from typing import Any
 import numpy as np
 import pytest
 
-from kserve_v2 import ProtocolError, ServerError, TransportError, WireMessage
+from kserve_v2 import (
+    AsyncClient,
+    Client,
+    DeadlineExceededError,
+    ProtocolError,
+    ServerError,
+    TransportError,
+    WireMessage,
+)
 from kserve_v2.endpoint import parse_url
 from kserve_v2.grpc import AsyncGRPCStream, GRPCStream
 from kserve_v2.grpc.backend import GRPCBackend
-from kserve_v2.grpc.routing import READER_NAME
+from kserve_v2.grpc.routing import READER_NAME, STREAM_METHOD
+from kserve_v2.h2.frames import DATA, FLAG_END_STREAM, HEADERS
+from tests.hostile.h2_server import (
+    GRPC_OK_HEADERS,
+    GUARD,
+    U32,
+    Handler,
+    Peer,
+    PeerClosed,
+    Request,
+    grpc_message,
+    scripted_servers,
+)
 
 pb = pytest.importorskip("kserve_v2.grpc._generated.grpc_service_pb2")
 
@@ -240,6 +260,38 @@ def test_an_error_response_belongs_to_its_request() -> None:
         call.messages.put(None)
 
 
+def test_an_ok_end_before_a_final_response_fails_the_request() -> None:
+    """The server ends the stream with status OK while a request still waits for its final
+    response: its consumers raise ProtocolError (they used to end with no result and no
+    error); a request answered in full is unaffected."""
+    stream, channel = sync_stream()
+    call = channel.call
+    with stream:
+        answered = stream.send("m", INPUTS, request_id="answered")
+        partial = stream.send("m", INPUTS, request_id="partial")
+        silent = stream.send("m", INPUTS, request_id="silent")
+        call.messages.put(response("answered"))
+        call.messages.put(response("partial", final=False))
+        call.messages.put(None)
+        assert [r.id for r in answered.results(timeout=30)] == ["answered"]
+        with pytest.raises(ProtocolError, match="'partial' was still waiting"):
+            partial.results(timeout=30)
+        with pytest.raises(ProtocolError, match="'silent' was still waiting"):
+            list(silent)
+        with pytest.raises(ProtocolError, match="'partial', 'silent' were still waiting"):
+            list(stream)
+    assert stream.closed
+
+
+def test_a_close_that_times_out_fails_the_requests_left() -> None:
+    stream, channel = sync_stream(close_timeout=0.05)
+    request = stream.send("m", INPUTS, request_id="a")
+    stream.close()  # the final response never comes: cancelled after 0.05 s
+    assert channel.call.cancelled
+    with pytest.raises(DeadlineExceededError, match="closed and cancelled after waiting"):
+        request.results(timeout=30)
+
+
 def test_cancel_ends_the_call_and_the_reader() -> None:
     seen: list[WireMessage] = []
     channel = Channel(ScriptedCall())
@@ -367,6 +419,31 @@ async def test_async_wait_times_out_and_keeps_the_responses() -> None:
         channel.call.messages.put_nowait(None)
 
 
+async def test_async_ok_end_before_a_final_response_fails_the_request() -> None:
+    stream, channel = async_stream()
+    call = channel.call
+    async with stream:
+        answered = await stream.send("m", INPUTS, request_id="answered")
+        silent = await stream.send("m", INPUTS, request_id="silent")
+        call.messages.put_nowait(response("answered"))
+        call.messages.put_nowait(None)
+        assert [r.id for r in await answered.results(timeout=30)] == ["answered"]
+        with pytest.raises(ProtocolError, match="'silent' was still waiting"):
+            await silent.results(timeout=30)
+        with pytest.raises(ProtocolError, match="'silent' was still waiting"):
+            [r async for r in stream]
+    assert stream.closed
+
+
+async def test_async_close_that_times_out_fails_the_requests_left() -> None:
+    stream, channel = async_stream(close_timeout=0.05)
+    request = await stream.send("m", INPUTS, request_id="a")
+    await stream.aclose()
+    assert channel.call.cancelled
+    with pytest.raises(DeadlineExceededError, match="closed and cancelled after waiting"):
+        await request.results(timeout=30)
+
+
 async def test_a_cancelled_reader_task_fails_the_requests_in_flight() -> None:
     stream, _ = async_stream()
     request = await stream.send("m", INPUTS)
@@ -415,3 +492,73 @@ async def test_async_iteration_rules_are_explicit_with_responses() -> None:
     assert [r async for r in waiting] == []
     await closing
     assert stream.closed
+
+
+# ------------------------------------------- over HTTP/2: both transports, sync and async
+
+# What the scripted HTTP/2 server (the hostile-server kit's) does after the metadata request:
+# read two stream requests, answer the first in full, then (once the test has that answer,
+# so both requests were written) end the stream with status OK.
+
+
+def _ends_ok_after_one_answer(answered: threading.Event) -> Handler:
+    def handler(peer: Peer) -> None:
+        peer.handshake()
+        calls: dict[int, Request] = {}  # frame by frame: the calls interleave
+        stream_id, buffered, ids = 0, b"", []
+        while len(ids) < 2:
+            try:
+                got = peer.next_request_frame()
+            except PeerClosed:  # a connection of the metadata request only (sync native)
+                return
+            if got.kind == HEADERS:
+                calls[got.stream_id] = request = peer.request_of(got)
+                if request.header(":path") == STREAM_METHOD:
+                    stream_id = got.stream_id
+                continue
+            assert got.kind == DATA, got
+            if got.stream_id == stream_id:
+                buffered += got.payload
+                while len(buffered) >= 5 and len(buffered) >= 5 + U32.unpack(buffered[1:5])[0]:
+                    size = U32.unpack(buffered[1:5])[0]
+                    ids.append(request_id_of(buffered[5 : 5 + size]))
+                    buffered = buffered[5 + size :]
+            elif got.flags & FLAG_END_STREAM:  # the metadata request, whole
+                peer.send_response(got.stream_id, TRITON_METADATA)
+        peer.send_headers(stream_id, GRPC_OK_HEADERS)
+        peer.send_data(stream_id, grpc_message(response(ids[0])))
+        assert answered.wait(GUARD)
+        answered.clear()
+        peer.send_trailers(stream_id)
+        peer.read_until_closed()  # the client's half-close, then its goodbye
+
+    return handler
+
+
+@pytest.mark.parametrize("transport", ["native", "grpcio"])
+async def test_ok_end_over_http2_fails_the_unanswered_request(transport: str) -> None:
+    """The same against a scripted HTTP/2 server, through both gRPC transports and both
+    clients: the answered request completes, the other raises ProtocolError."""
+    answered = threading.Event()
+    with scripted_servers() as start:
+        server = start(_ends_ok_after_one_answer(answered))
+        with (
+            Client(server.url, timeout=GUARD, grpc_transport=transport) as client,
+            client.stream() as stream,
+        ):
+            first = stream.send("m", INPUTS, request_id="answered")
+            owed = stream.send("m", INPUTS, request_id="owed")
+            assert [r.id for r in first.results(timeout=GUARD)] == ["answered"]
+            answered.set()
+            with pytest.raises(ProtocolError, match="'owed' was still waiting"):
+                owed.results(timeout=GUARD)
+        async with (
+            AsyncClient(server.url, timeout=GUARD, grpc_transport=transport) as aclient,
+            aclient.stream() as astream,
+        ):
+            afirst = await astream.send("m", INPUTS, request_id="answered")
+            aowed = await astream.send("m", INPUTS, request_id="owed")
+            assert [r.id async for r in afirst] == ["answered"]
+            answered.set()
+            with pytest.raises(ProtocolError, match="'owed' was still waiting"):
+                await asyncio.wait_for(aowed.results(timeout=GUARD), GUARD)

@@ -663,10 +663,43 @@ def test_padded_data(pad: int) -> None:
     assert feed(conn, [raw]) == expected
     conn = connected(streams=1)
     assert feed(conn, [raw[i : i + 1] for i in range(len(raw))]) == expected
-    # Only padding, no payload.
+    # Only padding, no payload: nothing to report (an empty DATA frame matters only when it
+    # ends the stream).
     conn = connected(streams=1)
     events = conn.receive(headers_frame(1, RESPONSE) + data_frame(1, b"", pad=pad))
-    assert [describe(e) for e in events][1:] == [("data", 1, b"", False)]
+    assert [describe(e) for e in events][1:] == []
+    events = conn.receive(data_frame(1, b"", pad=pad, end_stream=True))
+    assert [describe(e) for e in events] == [("data", 1, b"", True)]
+
+
+def test_a_flood_of_empty_data_frames_is_no_flood_of_events() -> None:
+    conn = connected(streams=1)
+    conn.receive(headers_frame(1, RESPONSE))
+    assert conn.receive(data_frame(1, b"") * 10_000) == []
+
+
+def test_answers_to_a_ping_flood_share_one_buffer() -> None:
+    """17 bytes an answer, not a bytes object each (a flood of 256 KiB of PINGs)."""
+    conn = connected()
+    conn.receive(frame(PING, 0, 0, b"12345678") * 15_000)
+    (queued,) = conn.data_to_send()
+    assert len(queued) == 17 * 15_000
+    assert parse_frames(bytes(queued))[-1] == (PING, FLAG_ACK, 0, b"12345678")
+
+
+def test_replies_queued_counts_what_the_peer_makes_us_send() -> None:
+    """Acknowledgements, window updates and resets count; HEADERS, DATA and our own PINGs
+    do not (a transport bounds the first kind while the peer does not read)."""
+    conn = connected()
+    start = conn.replies_queued
+    stream_id = conn.open_stream(REQUEST_BLOCK)
+    conn.send_data(stream_id, bytes(1000))
+    conn.ping(b"abcdefgh")
+    assert conn.replies_queued == start
+    conn.receive(frame(PING, 0, 0, b"12345678") * 3 + settings_frame())
+    assert conn.replies_queued == start + 3 * 17 + 9
+    conn.reset_stream(stream_id)
+    assert conn.replies_queued == start + 3 * 17 + 9 + 13
 
 
 @pytest.mark.parametrize(("pad", "priority"), [(None, True), (0, False), (9, False), (3, True)])
@@ -1531,10 +1564,9 @@ def server_script(draw: st.DrawFn) -> tuple[int, bytes, dict[int, list[tuple[Any
             units[stream_id].append(
                 data_frame(stream_id, piece, end_stream=last and end_on_data, pad=draw(pads))
             )
-        expected[stream_id] = [
-            ("headers", stream_id, tuple(head), False),
-            ("data", stream_id, body, end_on_data),
-        ]
+        expected[stream_id] = [("headers", stream_id, tuple(head), False)]
+        if body or end_on_data:  # empty DATA that does not end the stream is no event
+            expected[stream_id].append(("data", stream_id, body, end_on_data))
         if not end_on_data:
             units[stream_id].append(draw(header_unit(stream_id, TRAILERS, True)))
             expected[stream_id].append(("headers", stream_id, tuple(TRAILERS), True))

@@ -263,6 +263,17 @@ class Peer:
         self.requests.append(request)
         return request
 
+    def request_of(self, got: Frame) -> Request:
+        """The request a HEADERS frame (a whole header block) starts, for handlers that
+        read frame by frame (calls interleaved on the connection)."""
+        assert got.kind == HEADERS, got
+        assert got.flags & FLAG_END_HEADERS, got
+        assert not got.flags & FLAG_PADDED
+        request = Request(got.stream_id, self._decoder.decode(got.payload))
+        request.ended = bool(got.flags & FLAG_END_STREAM)
+        self.requests.append(request)
+        return request
+
     def read_body(self, request: Request) -> None:
         """Read ``request``'s DATA up to END_STREAM."""
         while not request.ended:
@@ -520,6 +531,37 @@ class Runner:
         result: tuple[bytes, Sequence[tuple[str, str]]] = self._run(call, guard)
         return result
 
+    def stream(
+        self,
+        requests: Sequence[bytes] = (b"x",),
+        method: str = "/x.Y/S",
+        *,
+        timeout: float = CALL_TIMEOUT,
+        guard: float = GUARD,
+    ) -> list[bytes]:
+        """One bidirectional-streaming call of the channel: send ``requests``, half-close,
+        read every response (the call's error, if it ends with one, is raised)."""
+        channel = self._client._io
+        if self._loop is None:
+            call = channel.open_stream(method, timeout=timeout)
+            for request in requests:
+                call.send(request)
+            call.done_sending()
+            return [bytes(message) for message in call]
+
+        async def run() -> list[bytes]:
+            call = channel.open_stream(method, timeout=timeout)
+            for request in requests:
+                await call.write(request)
+            await call.done_writing()
+            out = []
+            while (message := await call.read()) is not None:
+                out.append(bytes(message))
+            return out
+
+        result: list[bytes] = self._run(run(), guard)
+        return result
+
     def pause(self, seconds: float) -> None:
         """Let time pass (the async client's event loop runs meanwhile)."""
         if self._loop is None:
@@ -549,7 +591,12 @@ def scripted_servers() -> Iterator[Callable[[Handler], ScriptedServer]]:
         servers.append(server)
         return server
 
-    yield start
+    try:
+        yield start
+    except BaseException:
+        for server in servers:  # a failed test must not leave servers (and threads) behind
+            server.close()
+        raise
     problems = [problem for server in servers for problem in server.close()]
     if problems:
         pytest.fail("scripted server:\n" + "\n".join(problems), pytrace=False)

@@ -24,6 +24,7 @@ import heapq
 import select
 import socket
 import ssl
+import struct
 import time
 from collections.abc import Callable, Mapping
 from typing import Final, cast
@@ -51,6 +52,7 @@ from kserve_v2.h2.connection import (
     H2Connection,
     H2ConnectionError,
     HeadersReceived,
+    PingAcknowledged,
     StreamReset,
 )
 from kserve_v2.h2.frames import ErrorCode
@@ -83,18 +85,27 @@ _WOULD_BLOCK = (BlockingIOError, InterruptedError, ssl.SSLWantReadError, ssl.SSL
 # reading so that closing does not reset the connection under it.
 _GOODBYE_SEND: Final = 1.0
 _GOODBYE_DRAIN: Final = 0.2
-# What an asyncio connection may write while asyncio has paused its writing (the server is
-# not reading): acknowledgements, window updates, resets, new calls' headers; request DATA
-# waits. Beyond this the server is taken to have stopped reading and the connection is
+# What an asyncio connection may owe a server that does not read: bytes of the frames it
+# answers the server with (PING and SETTINGS acknowledgements, window updates, resets; see
+# H2Connection.replies_queued) written since its transport's buffer last held no more than
+# _DRAINED. Beyond it the server is taken to have stopped reading and the connection is
 # dropped: a server that floods PINGs without reading cannot grow our buffer without end.
-# Not yet in force (issue #12 item 3): request DATA is written while paused too, so a bound
-# this low dropped large stream requests to a busy server; until DATA is left out of the
-# count, the limit is set where only a runaway queue reaches it.
-_PAUSED_WRITE_LIMIT: Final = 1 << 30
+# Request DATA is not counted: the server's flow-control windows bound it, and a large
+# request to a busy server may sit in the buffer a long time.
+_UNREAD_REPLIES_LIMIT: Final = 1 << 20
+# A transport buffer this small counts as drained (asyncio's default high-water mark).
+_DRAINED: Final = 64 * 1024
 # How far an asyncio stream call's reader may fall behind (bytes of whole messages received
 # and not yet read) before its stream's DATA stops going back to the flow-control windows:
 # beyond it the server may send one stream window more, then waits for the reader.
 _STREAM_BACKLOG: Final = 4 << 20
+# How long an answer to a PING may take (grpcio's keepalive timeout default) when the channel
+# sets no grpc.keepalive_timeout_ms.
+_PING_TIMEOUT: Final = 20.0
+# grpc.keepalive_time_ms at or above this means no keepalive PINGs (grpcio's "infinite").
+_NO_KEEPALIVE_MS: Final = 2**31 - 1
+# grpc.http2.max_pings_without_data when the channel sets none (grpcio's default).
+_MAX_PINGS_WITHOUT_DATA: Final = 2
 
 
 class CallNotStarted(Exception):
@@ -210,6 +221,10 @@ class ChannelSettings:
         "headers",
         "host",
         "http_url",
+        "keepalive_max_pings",
+        "keepalive_time",
+        "keepalive_timeout",
+        "keepalive_without_calls",
         "port",
         "receive_limit",
         "send_limit",
@@ -239,6 +254,17 @@ class ChannelSettings:
         self.http_url = f"{'https' if config.secure else 'http'}://{config.target}"
         self.send_limit = _option(config, "grpc.max_send_message_length")
         self.receive_limit = _option(config, "grpc.max_receive_message_length")
+        # Keepalive PINGs, from grpcio's channel arguments (see GRPCKeepAlive): seconds
+        # between PINGs (None: none), how long an answer may take, PINGs with no call.
+        every = _option(config, "grpc.keepalive_time_ms")
+        self.keepalive_time = None if every is None or every >= _NO_KEEPALIVE_MS else every / 1e3
+        answer = _option(config, "grpc.keepalive_timeout_ms")
+        self.keepalive_timeout = _PING_TIMEOUT if answer is None else answer / 1e3
+        self.keepalive_without_calls = bool(_option(config, "grpc.keepalive_permit_without_calls"))
+        # Keepalive PINGs in a row with no HEADERS or DATA sent between (0: no limit):
+        # servers count PINGs without data as strikes and say GOAWAY too_many_pings.
+        most = _option(config, "grpc.http2.max_pings_without_data")
+        self.keepalive_max_pings = _MAX_PINGS_WITHOUT_DATA if most is None else most
 
     # -- a call's request side
 
@@ -348,6 +374,13 @@ class ChannelSettings:
     def deadline_error(self, when: str = "(client side)") -> DeadlineExceededError:
         return DeadlineExceededError(f"gRPC deadline exceeded {when}", url=self.url)
 
+    def unanswered_ping_error(self) -> TransportError:
+        return TransportError(
+            f"gRPC UNAVAILABLE: {self.target} did not answer a PING within "
+            f"{self.keepalive_timeout:g} s; connection dropped",
+            url=self.url,
+        )
+
 
 def feed_response(
     events: list[Event], stream_id: int, response: CallResponse
@@ -389,9 +422,30 @@ class SyncConnection:
 
     Every blocking use of the socket goes through a deadline (:meth:`flush`,
     :meth:`read_events`); :meth:`poll_events` reads without waiting.
+
+    Keepalive (``grpc.keepalive_time_ms``): nobody reads the connection between calls, so
+    it PINGs only while a call waits, after each such interval without a byte from the
+    server (at most ``grpc.http2.max_pings_without_data`` in a row until a call sends:
+    :meth:`starting_call`, :meth:`sending`); no answer within the keepalive timeout fails
+    the call with TransportError. A call's waits ask :meth:`keepalive_wake` when to call
+    :meth:`keepalive` (the stream's reader waits in ``select``, the unary call in
+    :meth:`read_events`).
     """
 
-    __slots__ = ("_buffer", "_nonblocking", "_view", "h2", "settings", "sock", "tls")
+    __slots__ = (
+        "_buffer",
+        "_heard",
+        "_nonblocking",
+        "_ping",
+        "_ping_deadline",
+        "_pings_sent",
+        "_view",
+        "h2",
+        "pings_without_data",
+        "settings",
+        "sock",
+        "tls",
+    )
 
     def __init__(self, sock: socket.socket, settings: ChannelSettings) -> None:
         self.sock = sock
@@ -403,6 +457,13 @@ class SyncConnection:
         # The socket's timeout is 0 (poll_events) until a blocking use re-arms it; switching
         # costs a system call, so only when the mode changes.
         self._nonblocking = False
+        # Keepalive: when bytes last arrived (kept only with keepalive on), the PING whose
+        # answer is awaited and by when, PINGs since a call last sent (see the class doc).
+        self._heard = time.monotonic()
+        self._ping: bytes | None = None
+        self._ping_deadline = 0.0
+        self._pings_sent = 0
+        self.pings_without_data = 0
 
     @classmethod
     def open(cls, settings: ChannelSettings, deadline: float | None) -> SyncConnection:
@@ -508,7 +569,10 @@ class SyncConnection:
             raise self.settings.deadline_error("while sending") from exc
 
     def read_events(self, deadline: float | None) -> list[Event]:
-        """Wait (until ``deadline``) for bytes; their HTTP/2 events."""
+        """Wait (until ``deadline``) for bytes; their HTTP/2 events. With keepalive on, the
+        wait PINGs a silent server (and fails if it does not answer)."""
+        if self.settings.keepalive_time is not None:
+            return self._read_events_alive(deadline)
         self._arm(deadline)
         try:
             n = self.sock.recv_into(self._buffer)
@@ -517,6 +581,79 @@ class SyncConnection:
         if not n:
             raise ConnectionClosed("the server closed the connection")
         return self.h2.receive(self._view[:n])
+
+    def _read_events_alive(self, deadline: float | None) -> list[Event]:
+        while True:
+            wake = self.keepalive_wake()
+            if wake is None or (deadline is not None and deadline <= wake):
+                self._arm(deadline)
+                keepalive = False
+            else:
+                self._nonblocking = False
+                self.sock.settimeout(max(0.0, wake - time.monotonic()))
+                keepalive = True
+            try:
+                n = self.sock.recv_into(self._buffer)
+            except TimeoutError as exc:
+                if not keepalive:
+                    raise self.settings.deadline_error() from exc
+                self.keepalive(deadline)
+                continue
+            if not n:
+                raise ConnectionClosed("the server closed the connection")
+            return self._received(n)
+
+    def _received(self, n: int) -> list[Event]:
+        """The events of ``n`` bytes read, noted for keepalive (which is on)."""
+        events = self.h2.receive(self._view[:n])
+        self._heard = time.monotonic()
+        ping = self._ping
+        if ping is not None:
+            for event in events:
+                if type(event) is PingAcknowledged and event.payload == ping:
+                    self._ping = None
+        return events
+
+    def starting_call(self) -> None:
+        """A call starts (its HEADERS are queued): keepalive counts the server's silence
+        from now, not from before the connection waited in the pool unread (a PING of an
+        earlier call, unanswered meanwhile, is forgotten)."""
+        self.pings_without_data = 0
+        if self.settings.keepalive_time is not None:
+            self._heard = time.monotonic()
+            self._ping = None
+
+    def sending(self) -> None:
+        """A call sends DATA: keepalive PINGs may go on (see keepalive_max_pings)."""
+        self.pings_without_data = 0
+
+    def keepalive_wake(self) -> float | None:
+        """When :meth:`keepalive` has something to do (None: nothing, or keepalive off)."""
+        interval = self.settings.keepalive_time
+        if interval is None:
+            return None
+        if self._ping is not None:
+            return self._ping_deadline
+        most = self.settings.keepalive_max_pings
+        if most and self.pings_without_data >= most:
+            return None
+        return self._heard + interval
+
+    def keepalive(self, deadline: float | None) -> None:
+        """PING a server silent for the keepalive interval; TransportError if the PING sent
+        earlier went unanswered for the keepalive timeout."""
+        wake = self.keepalive_wake()
+        now = time.monotonic()
+        if wake is None or now < wake:
+            return
+        if self._ping is not None:
+            raise self.settings.unanswered_ping_error()
+        self._pings_sent += 1
+        self.pings_without_data += 1
+        self._ping = struct.pack(">Q", self._pings_sent)
+        self._ping_deadline = now + self.settings.keepalive_timeout
+        self.h2.ping(self._ping)
+        self.flush(deadline)
 
     def poll_events(self) -> list[Event] | None:
         """One read of what has arrived, without waiting: its HTTP/2 events, or None when
@@ -531,6 +668,8 @@ class SyncConnection:
             return None
         if not n:
             raise ConnectionClosed("the server closed the connection")
+        if self.settings.keepalive_time is not None:
+            return self._received(n)
         return self.h2.receive(self._view[:n])
 
     def unary(
@@ -544,6 +683,7 @@ class SyncConnection:
         h2 = self.h2
         response = CallResponse(limit)
         stream_id = h2.open_stream(block)
+        self.starting_call()
         try:
             if queue_data(h2, stream_id, parts, True):
                 # The window is full: send what is queued, read until it opens (or the
@@ -669,6 +809,14 @@ class AsyncConnection(asyncio.Protocol):
     the connection resolves when the stream ends), sends with :func:`queue_data` and
     :meth:`send_rest`, and :meth:`drop` s it when it gives up. ``on_retire`` is told when the
     connection takes no new calls (GOAWAY, lost, broken); it closes when its last call ends.
+
+    Liveness: when a call's deadline passes, the connection PINGs the server and takes no
+    new call until the answer comes; without an answer within the keepalive timeout it is
+    dropped and its calls fail (a black-holed connection must not take every later call
+    down with it). With ``grpc.keepalive_time_ms`` set it also PINGs after each such
+    interval without a byte from the server (with calls in flight, or always with
+    ``grpc.keepalive_permit_without_calls``), under the same timeout, and at most
+    ``grpc.http2.max_pings_without_data`` of them until a call sends HEADERS or DATA.
     """
 
     def __init__(
@@ -690,12 +838,30 @@ class AsyncConnection(asyncio.Protocol):
         self._loop = asyncio.get_running_loop()
         self.gone: asyncio.Future[None] = self._loop.create_future()
         # asyncio's flow control: True while the transport's buffer is over its high-water
-        # mark; what was written since counts against _PAUSED_WRITE_LIMIT.
+        # mark (request DATA waits). CPython 3.12+'s selector transports never pause from
+        # writelines(): whether the server reads what it made us send is checked in flush()
+        # from the buffer's size instead.
         self.write_paused = False
-        self._written_while_paused = 0
+        # Reply bytes (see _UNREAD_REPLIES_LIMIT) written since the buffer last drained, and
+        # the h2 total already counted.
+        self._unread_replies = 0
+        self._replies_counted = 0
         self._abort_timer: asyncio.TimerHandle | None = None
         self._flush_scheduled = False
         self._deadlines = _Deadlines(self._loop, self._calls, self._expire)
+        # The PING whose answer is awaited, and the timer that drops the connection without
+        # it; ``suspect``: the PING follows an expired call, no new calls until answered.
+        self._ping: bytes | None = None
+        self._ping_timer: asyncio.TimerHandle | None = None
+        self._pings_sent = 0
+        self.suspect = False
+        self._heard = False  # bytes arrived since the last keepalive tick
+        # Keepalive PINGs since HEADERS or DATA last went out (see keepalive_max_pings);
+        # calls reset it when they send.
+        self.pings_without_data = 0
+        self._keepalive: asyncio.TimerHandle | None = None
+        if settings.keepalive_time is not None:
+            self._keepalive = self._loop.call_later(settings.keepalive_time, self._keepalive_tick)
 
     @classmethod
     async def open(
@@ -738,12 +904,14 @@ class AsyncConnection(asyncio.Protocol):
         self.flush()
 
     def data_received(self, data: bytes) -> None:
+        self._heard = True
         try:
             events = self.h2.receive(data)
             for event in events:
                 kind = type(event)
                 if kind is DataReceived or kind is HeadersReceived:
-                    entry = self._calls.get(event.stream_id)  # type: ignore[attr-defined]
+                    stream_id: int = event.stream_id  # type: ignore[attr-defined]
+                    entry = self._calls.get(stream_id)
                     if entry is None:
                         continue
                     response, future = entry
@@ -751,20 +919,19 @@ class AsyncConnection(asyncio.Protocol):
                         if kind is DataReceived:
                             response.data(event.data, event.end_stream)  # type: ignore[attr-defined]
                             if self._backlogs:
-                                self._release(event.stream_id)  # type: ignore[attr-defined]
+                                self._release(stream_id)
                         else:
                             response.headers(event.headers, event.end_stream)  # type: ignore[attr-defined]
                     except KServeError as exc:
-                        self._fail_call(event.stream_id, exc)  # type: ignore[attr-defined]
+                        self._fail_call(stream_id, exc)
                         continue
                     if response.done:
-                        del self._calls[event.stream_id]  # type: ignore[attr-defined]
-                        self._backlogs.pop(event.stream_id, None)  # type: ignore[attr-defined]
-                        self.h2.end_stream(event.stream_id)  # type: ignore[attr-defined]
+                        del self._calls[stream_id]
+                        self._backlogs.pop(stream_id, None)
+                        self.h2.end_stream(stream_id)
                         if not future.done():
                             future.set_result(None)
-                        if self.retired and not self._calls:
-                            self._close_transport()  # the last call of a retired connection
+                        self._call_ended()
                 elif kind is StreamReset:
                     assert isinstance(event, StreamReset)
                     entry = self._calls.pop(event.stream_id, None)
@@ -773,8 +940,11 @@ class AsyncConnection(asyncio.Protocol):
                         entry[1].set_exception(
                             _reset_call_error(event, entry[0], self.settings.url)
                         )
+                    self._call_ended()
                 elif kind is GoAwayReceived:
                     self.retire()
+                elif isinstance(event, PingAcknowledged) and event.payload == self._ping:
+                    self._answered()
             # Wake senders waiting for window: the window may have opened, or their call
             # may have ended (answered early, reset) while they waited.
             self._window.set()
@@ -788,12 +958,12 @@ class AsyncConnection(asyncio.Protocol):
 
     def resume_writing(self) -> None:
         self.write_paused = False
-        self._written_while_paused = 0
         self._window.set()  # senders waiting for the buffer to drain go on
 
     def connection_lost(self, exc: Exception | None) -> None:
-        if self._abort_timer is not None:
-            self._abort_timer.cancel()
+        for timer in (self._abort_timer, self._ping_timer, self._keepalive):
+            if timer is not None:
+                timer.cancel()
         self._deadlines.stop()
         if not self.gone.done():
             self.gone.set_result(None)
@@ -820,25 +990,91 @@ class AsyncConnection(asyncio.Protocol):
 
     @property
     def usable(self) -> bool:
-        return self.lost is None and self.h2.can_open_stream() and self.transport is not None
+        return (
+            self.lost is None
+            and not self.suspect
+            and self.h2.can_open_stream()
+            and self.transport is not None
+        )
+
+    def _call_ended(self) -> None:
+        """A call left the connection: a retired one closes after its last call (GOAWAY'd
+        connections whose calls timed out too)."""
+        if self.retired and not self._calls:
+            self._close_transport()
+
+    # -- liveness
+
+    def check_alive(self, suspect: bool = True) -> None:
+        """PING the server; drop the connection if no answer comes within the keepalive
+        timeout. ``suspect``: no new calls until the answer (a call's deadline passed)."""
+        if self.lost is not None or self.transport is None or self.gone.done():
+            return
+        self.suspect = self.suspect or suspect
+        if self._ping is not None:
+            return  # one PING at a time; its timer is running
+        self._pings_sent += 1
+        self._ping = struct.pack(">Q", self._pings_sent)
+        self.h2.ping(self._ping)
+        self.flush()
+        self._ping_timer = self._loop.call_later(self.settings.keepalive_timeout, self._unanswered)
+
+    def _answered(self) -> None:
+        self._ping = None
+        self.suspect = False
+        if self._ping_timer is not None:
+            self._ping_timer.cancel()
+            self._ping_timer = None
+
+    def _unanswered(self) -> None:
+        self._ping_timer = None
+        self._abort(self.settings.unanswered_ping_error(), drop=True)
+
+    def _keepalive_tick(self) -> None:
+        settings = self.settings
+        interval = settings.keepalive_time
+        assert interval is not None
+        if self.lost is not None or self.gone.done():
+            return
+        most = settings.keepalive_max_pings
+        if (
+            not self._heard
+            and self._ping is None  # one PING at a time
+            and (self._calls or settings.keepalive_without_calls)
+            and (not most or self.pings_without_data < most)
+        ):
+            self.pings_without_data += 1
+            self.check_alive(suspect=False)
+        self._heard = False
+        self._keepalive = self._loop.call_later(interval, self._keepalive_tick)
 
     def flush(self) -> None:
         buffers = self.h2.data_to_send()
         transport = self.transport
         if buffers and transport is not None and not transport.is_closing():
             transport.writelines(buffers)
-            if self.write_paused:
-                self._written_while_paused += sum(len(part) for part in buffers)
-                if self._written_while_paused > _PAUSED_WRITE_LIMIT:
-                    self._abort(
-                        TransportError(
-                            f"gRPC UNAVAILABLE: {self.settings.target} stopped reading "
-                            f"(over {_PAUSED_WRITE_LIMIT >> 20} MiB left unsent); "
-                            "connection dropped",
-                            url=self.settings.url,
-                        ),
-                        drop=True,
-                    )
+            replies = self.h2.replies_queued - self._replies_counted
+            if replies:
+                self._replies_counted += replies
+                self._count_unread(transport, replies)
+
+    def _count_unread(self, transport: asyncio.Transport, replies: int) -> None:
+        """Drop the connection if the server leaves too many of our answers unread: count
+        ``replies`` (bytes just written) unless the transport's buffer has drained."""
+        if transport.get_write_buffer_size() <= _DRAINED:
+            self._unread_replies = 0  # the server reads: what we owed it went out
+            return
+        self._unread_replies += replies
+        if self._unread_replies > _UNREAD_REPLIES_LIMIT:
+            self._abort(
+                TransportError(
+                    f"gRPC UNAVAILABLE: {self.settings.target} stopped reading "
+                    f"(over {_UNREAD_REPLIES_LIMIT >> 20} MiB of acknowledgements left "
+                    "unsent); connection dropped",
+                    url=self.settings.url,
+                ),
+                drop=True,
+            )
 
     def flush_soon(self) -> None:
         """Write what HTTP/2 queued once the tasks running in this round of the event loop
@@ -918,7 +1154,13 @@ class AsyncConnection(asyncio.Protocol):
         ``backlog`` (stream calls) says how many bytes of messages wait for the call's
         reader: the stream's DATA then goes back to the flow-control windows only while
         that is under ``_STREAM_BACKLOG`` (see :meth:`release`), so a reader that falls
-        behind slows the server down instead of growing the backlog."""
+        behind slows the server down instead of growing the backlog.
+
+        Raises the connection's error once it is lost (a new connection can break before
+        its first call: the server's first bytes may already violate the protocol)."""
+        if self.lost is not None:
+            raise self.lost
+        self.pings_without_data = 0
         stream_id = self.h2.open_stream(
             block, end_stream=end_stream, acknowledge_on_receipt=backlog is None
         )
@@ -947,6 +1189,7 @@ class AsyncConnection(asyncio.Protocol):
         if self._calls.pop(stream_id, None) is not None:
             self.h2.reset_stream(stream_id, code)
             self.flush()
+            self._call_ended()
 
     async def send_rest(
         self,
@@ -1007,3 +1250,4 @@ class AsyncConnection(asyncio.Protocol):
         if not entry[1].done():
             entry[1].set_exception(self.settings.deadline_error())
         self._window.set()
+        self.check_alive()  # a server that stopped answering must not get the next call

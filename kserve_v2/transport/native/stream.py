@@ -218,6 +218,7 @@ class NativeStreamCall(_StreamCall):
         self._conn = conn
         try:
             self._stream_id = conn.h2.open_stream(self._block, end_stream=self._half_closed)
+            conn.starting_call()
             self._end_sent = self._half_closed
             self._flush()
         except KServeError as exc:
@@ -250,6 +251,7 @@ class NativeStreamCall(_StreamCall):
             h2 = conn.h2
             stream_id = self._stream_id
             self._sending = True
+            conn.sending()
             try:
                 while queue_data(h2, stream_id, parts, False):
                     self._flush()
@@ -335,6 +337,20 @@ class NativeStreamCall(_StreamCall):
         with self._lock:
             if self._finished or self._receive(conn):
                 return
+            wake = conn.keepalive_wake()
+            if wake is not None:  # keepalive: a PING due (or its answer overdue)?
+                try:
+                    conn.keepalive(self._deadline)
+                except KServeError as exc:
+                    self._fail(exc)
+                    return
+                except OSError as exc:
+                    self._finish("UNAVAILABLE", self._settings.lost_error(exc))
+                    return
+                wake = conn.keepalive_wake()
+                if wake is not None:
+                    until_wake = max(0.0, wake - time.monotonic())
+                    left = until_wake if left is None else min(left, until_wake)
         try:
             sock = [conn.sock]
             until = time.perf_counter() + _POLL_BEFORE_SLEEP
@@ -529,6 +545,8 @@ class AsyncNativeStreamCall(_StreamCall):
         if not self._finished:
             self._drop(ErrorCode.CANCEL)
             self._expired()
+            if self._conn is not None:
+                self._conn.check_alive()  # is the server still answering at all?
 
     # -- opening
 
@@ -618,6 +636,7 @@ class AsyncNativeStreamCall(_StreamCall):
                     TransportError("a request was interrupted halfway; the stream is over"),
                 )
                 raise
+            conn.pings_without_data = 0
             conn.flush()
 
     async def done_writing(self) -> None:

@@ -1,0 +1,536 @@
+"""The hostile-server kit, HTTP/2 and gRPC half: a table of attacks, each run against every
+gRPC client this package has, with the invariants every one must keep.
+
+A scripted server (:mod:`tests.hostile.h2_server`) answers the first call of its first
+connection with the attack, and every later call normally. Each case checks, for the sync
+and asyncio native clients (unary calls and streams) and for grpcio (unary calls):
+
+* the call ends with the package's own error (the one the table names), or succeeds where
+  HTTP/2 says the call may be retried, and within its timeout (plus a generous margin);
+* the client's memory grows by a bounded amount during the call (tracemalloc's peak);
+* no thread or socket is left behind once client and server are closed (native clients:
+  grpcio keeps threads and descriptors of its own for the life of the process);
+* the same client object then makes a successful call (to the well-behaved connection).
+
+Attacks that take the call's whole timeout use short timeouts (seconds, never less); none
+depends on timing for its outcome.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+import time
+import tracemalloc
+import zlib
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from kserve_v2 import (
+    DeadlineExceededError,
+    KServeError,
+    ProtocolError,
+    ServerError,
+    TransportError,
+)
+from kserve_v2.h2.frames import (
+    CONTINUATION,
+    DATA,
+    FLAG_END_HEADERS,
+    FLAG_END_STREAM,
+    HEADERS,
+    PING,
+    RST_STREAM,
+    SETTINGS,
+    WINDOW_UPDATE,
+    ErrorCode,
+    Setting,
+    frame_header,
+)
+from kserve_v2.h2.hpack import Encoder
+from tests.hostile.h2_server import (
+    GRPC_OK_HEADERS,
+    LIVE,
+    LIVE_REPLY,
+    U32,
+    Peer,
+    PeerClosed,
+    Request,
+    Runner,
+    data_frame,
+    frame,
+    grpc_message,
+    scripted_servers,
+    serve_requests,
+)
+
+#: The clients: native sync and asyncio (unary calls, streams), grpcio sync and asyncio.
+NATIVE = ("sync", "async", "sync-stream", "async-stream")
+GRPCIO = ("grpcio", "grpcio-async")
+KINDS = NATIVE + GRPCIO
+#: Memory a call may add (tracemalloc peak) unless its attack says otherwise: the largest
+#: legitimate buffers of an attack call are a 1 MiB header block or first message buffer.
+MEMORY = 8 << 20
+#: What a call may take beyond its own timeout (a loaded 2-core machine).
+MARGIN = 8.0
+
+
+Act = Callable[[Peer], None]
+Expect = type[KServeError] | None
+
+
+@dataclass(frozen=True)
+class Attack:
+    """What a hostile server does, and what each kind of client must make of it."""
+
+    act: Act
+    #: The error every kind gets (None: the call succeeds, e.g. retried as HTTP/2 allows).
+    error: Expect
+    #: Per-kind exceptions to ``error``.
+    errors: dict[str, Expect] = field(default_factory=dict)
+    #: The call's timeout.
+    timeout: float = 5.0
+    memory: int = MEMORY
+    #: The kinds it is run against.
+    kinds: tuple[str, ...] = KINDS
+    #: Client options (e.g. a receive limit).
+    options: dict[str, Any] = field(default_factory=dict)
+
+    def expected(self, kind: str) -> Expect:
+        return self.errors.get(kind, self.error)
+
+
+# ---------------------------------------------------------------------------- attack parts
+
+
+def first_request(peer: Peer) -> Request:
+    """Handshake, then the first call's request, to its END_STREAM."""
+    request = peer.accept_request()
+    peer.read_body(request)
+    return request
+
+
+def response_until(peer: Peer, sid: int, point: str) -> None:
+    """A normal response, stopped at ``point``."""
+    if point == "before-headers":
+        return
+    peer.send_headers(sid, GRPC_OK_HEADERS)
+    if point == "after-headers":
+        return
+    message = grpc_message(LIVE_REPLY)
+    if point == "mid-message":
+        peer.send_data(sid, message[:4])
+        return
+    peer.send_data(sid, message)  # before-trailers
+
+
+def then(*steps: Callable[[Peer, int], None]) -> Act:
+    """An attack on the first request: ``steps`` in order, with its stream id."""
+
+    def act(peer: Peer) -> None:
+        sid = first_request(peer).stream_id
+        for step in steps:
+            step(peer, sid)
+
+    return act
+
+
+def send(raw: bytes | Callable[[int], bytes]) -> Callable[[Peer, int], None]:
+    return lambda peer, sid: peer.send(raw(sid) if callable(raw) else raw)
+
+
+def headers(extra: list[tuple[str, str]] = [], **kw: Any) -> Callable[[Peer, int], None]:  # noqa: B006
+    return lambda peer, sid: peer.send_headers(sid, [*GRPC_OK_HEADERS, *extra], **kw)
+
+
+def until(point: str) -> Callable[[Peer, int], None]:
+    return lambda peer, sid: response_until(peer, sid, point)
+
+
+def flood(raw: bytes | Callable[[int], bytes]) -> Callable[[Peer, int], None]:
+    """Send ``raw`` again and again, never reading, until the client hangs up."""
+    return lambda peer, sid: assert_stopped(peer.flood(raw(sid) if callable(raw) else raw))
+
+
+def assert_stopped(stopped: bool) -> None:
+    assert stopped, "the client never closed the connection"
+
+
+def fin(peer: Peer, sid: int) -> None:
+    peer.send_fin()
+
+
+def rst(code: int) -> Callable[[Peer, int], None]:
+    return lambda peer, sid: peer.send_rst_stream(sid, code)
+
+
+def goaway(last: int | None, code: int = ErrorCode.NO_ERROR) -> Callable[[Peer, int], None]:
+    """GOAWAY naming ``last`` (None: the call's own stream) as the last one processed."""
+    return lambda peer, sid: peer.send_goaway(sid if last is None else last, code)
+
+
+def trickle(raw_of: Callable[[int], bytes], pause: float) -> Callable[[Peer, int], None]:
+    """Slowloris: a valid response one byte at a time (the pause is the attack's pace)."""
+
+    def step(peer: Peer, sid: int) -> None:
+        for byte in raw_of(sid):
+            peer.send(bytes((byte,)))
+            time.sleep(pause)
+
+    return step
+
+
+def whole_response(sid: int) -> bytes:
+    block = Encoder().encode(GRPC_OK_HEADERS)
+    trailers = Encoder().encode([("grpc-status", "0")])
+    return (
+        frame(HEADERS, FLAG_END_HEADERS, sid, block)
+        + data_frame(sid, grpc_message(LIVE_REPLY))
+        + frame(HEADERS, FLAG_END_HEADERS | FLAG_END_STREAM, sid, trailers)
+    )
+
+
+def hpack_bomb() -> bytes:
+    """A 4 KiB field put in the dynamic table once, then referenced by index 300 times:
+    1.2 MiB of header list from 4.6 KiB of block."""
+    raw_name, raw_value = b"x-bomb", b"v" * 4000
+    literal = b"\x40" + bytes((len(raw_name),)) + raw_name + b"\x7f" + _int(len(raw_value), 7)
+    return b"\x88" + literal + raw_value + b"\xbe" * 300  # index 62: the newest entry
+
+
+def _int(value: int, prefix: int) -> bytes:
+    """The continuation octets of an HPACK integer that overflowed its ``prefix`` bits."""
+    value -= (1 << prefix) - 1
+    out = bytearray()
+    while value >= 128:
+        out.append(value % 128 + 128)
+        value //= 128
+    out.append(value)
+    return bytes(out)
+
+
+def big_header_block(sid: int) -> bytes:
+    """1.1 MiB of distinct literal fields in HEADERS and 16 KiB CONTINUATIONs."""
+    fields = b"".join(
+        b"\x00\x07x-%05d" % n + b"\x7f" + _int(1000, 7) + b"v" * 1000 for n in range(1100)
+    )
+    block = b"\x88" + fields
+    out = frame(HEADERS, 0, sid, block[:16384])
+    for start in range(16384, len(block), 16384):
+        last = start + 16384 >= len(block)
+        out += frame(
+            CONTINUATION, FLAG_END_HEADERS if last else 0, sid, block[start : start + 16384]
+        )
+    return out
+
+
+def gzip_bomb() -> bytes:
+    """A gzip message of 64 MiB of zeros (about 64 KiB on the wire)."""
+    engine = zlib.compressobj(9, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
+    chunk = bytes(1 << 20)
+    data = b"".join(engine.compress(chunk) for _ in range(64)) + engine.flush()
+    return grpc_message(data, compressed=True)
+
+
+GZIP_BOMB = gzip_bomb()
+#: grpcio's own reading of an attack: any of the package's errors (translated at the boundary).
+GRPCIO_ANY: dict[str, Expect] = dict.fromkeys(GRPCIO, KServeError)
+POINTS = ("before-headers", "after-headers", "mid-message", "before-trailers")
+# A stream the server refused before answering: unary calls are retried, streams never are.
+REFUSED_BEFORE_ANSWER: dict[str, Expect] = {
+    "sync-stream": TransportError,
+    "async-stream": TransportError,
+}
+
+
+def preface_act(raw: bytes) -> Act:
+    """Read the client's preface, answer with ``raw`` instead of HTTP/2 SETTINGS."""
+
+    def act(peer: Peer) -> None:
+        peer.read_preface()
+        peer.send(raw)
+
+    return act
+
+
+def silent(peer: Peer) -> None:
+    """Read everything, never answer (until the client gives up)."""
+    peer.read_preface()
+    with contextlib.suppress(TimeoutError):
+        peer.read_until_closed()
+
+
+ATTACKS: dict[str, Attack] = {
+    # -- the connection's start
+    "http1-answer": Attack(
+        preface_act(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n"),
+        ProtocolError,
+        {"grpcio": KServeError, "grpcio-async": KServeError},
+    ),
+    "garbage-preface": Attack(preface_act(bytes(range(255, 191, -1))), ProtocolError, GRPCIO_ANY),
+    "first-frame-not-settings": Attack(
+        preface_act(frame(PING, 0, 0, bytes(8)) + frame(SETTINGS, 0, 0)),
+        ProtocolError,
+        GRPCIO_ANY,
+    ),
+    "silent-server": Attack(silent, DeadlineExceededError, timeout=2.0),
+    "close-at-once": Attack(lambda peer: peer.send_fin(), TransportError),
+    "enable-push": Attack(
+        then(lambda peer, sid: peer.send_settings([(Setting.ENABLE_PUSH, 1)])),
+        ProtocolError,
+        GRPCIO_ANY,
+    ),
+    # -- header blocks
+    "continuation-flood": Attack(
+        then(
+            send(lambda sid: frame(HEADERS, 0, sid, b"\x88")),
+            flood(lambda sid: frame(CONTINUATION, 0, sid, b"") * 256),
+        ),
+        ProtocolError,
+        GRPCIO_ANY,
+    ),
+    "hpack-bomb": Attack(
+        then(send(lambda sid: frame(HEADERS, FLAG_END_HEADERS, sid, hpack_bomb()))),
+        ProtocolError,
+        GRPCIO_ANY,
+    ),
+    "header-block-over-1mib": Attack(then(send(big_header_block)), ProtocolError, GRPCIO_ANY),
+    "status-not-a-number": Attack(
+        then(lambda peer, sid: peer.send_headers(sid, [(":status", "OK")])),
+        ProtocolError,
+        GRPCIO_ANY,
+    ),
+    "uppercase-header-name": Attack(then(headers([("X-Upper", "1")])), ProtocolError, GRPCIO_ANY),
+    "trailers-not-ending-the-stream": Attack(
+        then(until("before-trailers"), lambda peer, sid: peer.send_headers(sid, [("a", "b")])),
+        ProtocolError,
+        GRPCIO_ANY,
+    ),
+    # -- frames and windows
+    "frame-over-max-frame-size": Attack(
+        then(send(lambda sid: frame_header((1 << 24) - 1, DATA, 0, sid))),
+        ProtocolError,
+        GRPCIO_ANY,
+    ),
+    "connection-window-overflow": Attack(
+        then(send(frame(WINDOW_UPDATE, 0, 0, U32.pack(0x7FFFFFFF)) * 2)),
+        ProtocolError,
+        GRPCIO_ANY,
+    ),
+    "data-on-stream-0": Attack(
+        then(until("after-headers"), send(data_frame(0, b"x"))),
+        ProtocolError,
+        GRPCIO_ANY,
+    ),
+    "rst-stream-on-stream-0": Attack(
+        then(send(frame(RST_STREAM, 0, 0, U32.pack(0)))),
+        ProtocolError,
+        GRPCIO_ANY,
+    ),
+    # -- floods
+    "ping-flood-never-reading": Attack(
+        then(flood(frame(PING, 0, 0, b"12345678") * 512)),
+        TransportError,  # async: "stopped reading"; sync: its write's deadline
+        timeout=3.0,
+        kinds=NATIVE,
+    ),
+    "settings-flood-never-reading": Attack(
+        then(flood(frame(SETTINGS, 0, 0) * 1024)), TransportError, timeout=3.0, kinds=NATIVE
+    ),
+    "empty-data-flood": Attack(
+        then(until("after-headers"), flood(lambda sid: data_frame(sid, b"") * 512)),
+        DeadlineExceededError,
+        GRPCIO_ANY,  # grpc-core: "Too many zero length data frames"
+        timeout=2.0,
+    ),
+    "slowloris": Attack(then(trickle(whole_response, 0.1)), DeadlineExceededError, timeout=2.0),
+    # -- lying lengths and truncations
+    "prefix-64mib-then-silence": Attack(
+        then(until("after-headers"), send(lambda sid: data_frame(sid, b"\0\x04\0\0\0abc"))),
+        DeadlineExceededError,
+        timeout=2.0,
+        memory=4 << 20,
+    ),
+    "prefix-4gib-then-ok": Attack(
+        then(
+            until("after-headers"),
+            send(lambda sid: data_frame(sid, b"\0\xff\xff\xff\xffabc")),
+            lambda peer, sid: peer.send_trailers(sid),
+        ),
+        ServerError,  # gRPC's INTERNAL: the stream ended inside a message
+        dict.fromkeys(GRPCIO, ProtocolError),  # grpcio drops the message
+        memory=4 << 20,
+    ),
+    "prefix-shorter-than-its-message": Attack(
+        then(
+            until("after-headers"),
+            send(lambda sid: data_frame(sid, b"\0\0\0\0\x01ab\x07\0\0\0\0")),
+            lambda peer, sid: peer.send_trailers(sid),
+        ),
+        ProtocolError,
+        {
+            "sync-stream": ProtocolError,
+            "async-stream": ProtocolError,
+            **GRPCIO_ANY,
+        },
+    ),
+    "compressed-flag-2": Attack(
+        then(until("after-headers"), send(lambda sid: data_frame(sid, b"\x02\0\0\0\x01x"))),
+        ProtocolError,
+        GRPCIO_ANY,
+    ),
+    "gzip-bomb-over-the-receive-limit": Attack(
+        then(
+            headers([("grpc-encoding", "gzip")]),
+            send(lambda sid: data_frame(sid, GZIP_BOMB)),
+            lambda peer, sid: peer.send_trailers(sid),
+        ),
+        ServerError,  # RESOURCE_EXHAUSTED
+        GRPCIO_ANY,
+        options={"max_response_size": 1 << 20},
+    ),
+    "cut-mid-frame-header": Attack(
+        then(until("after-headers"), send(b"\0\0\x10\0"), fin), TransportError
+    ),
+    "cut-mid-data-frame": Attack(
+        then(
+            until("after-headers"),
+            send(lambda sid: data_frame(sid, grpc_message(b"xyz"))[:12]),
+            fin,
+        ),
+        TransportError,
+    ),
+}
+for point in POINTS:
+    ATTACKS[f"rst-internal-error-{point}"] = Attack(
+        then(until(point), rst(ErrorCode.INTERNAL_ERROR)),
+        TransportError,
+        GRPCIO_ANY,
+    )
+    ATTACKS[f"fin-{point}"] = Attack(then(until(point), fin), TransportError, GRPCIO_ANY)
+    ATTACKS[f"goaway-error-then-fin-{point}"] = Attack(
+        then(until(point), goaway(None, ErrorCode.INTERNAL_ERROR), fin),
+        TransportError,
+        GRPCIO_ANY,
+    )
+    ATTACKS[f"goaway-unprocessed-then-fin-{point}"] = Attack(
+        then(until(point), goaway(0), fin),
+        None if point == "before-headers" else TransportError,
+        (REFUSED_BEFORE_ANSWER if point == "before-headers" else GRPCIO_ANY),
+    )
+ATTACKS["rst-refused-before-headers"] = Attack(
+    then(rst(ErrorCode.REFUSED_STREAM)),
+    None,
+    {**REFUSED_BEFORE_ANSWER, **GRPCIO_ANY},  # grpcio: UNAVAILABLE, not retried
+)
+ATTACKS["rst-refused-after-headers"] = Attack(
+    then(until("after-headers"), rst(ErrorCode.REFUSED_STREAM)),
+    TransportError,
+    GRPCIO_ANY,
+)
+
+
+# -------------------------------------------------------------------------------- the runs
+
+
+def open_fds() -> set[str]:
+    return set(os.listdir("/proc/self/fd"))
+
+
+def call(runner: Runner, kind: str, timeout: float) -> None:
+    """One call of ``kind``, its result checked when it has one."""
+    if kind.endswith("stream"):
+        assert runner.stream(timeout=timeout) == [LIVE_REPLY]
+    else:  # a unary call at the transport (a health check would take errors for "not live")
+        assert runner.unary(b"", LIVE, timeout=timeout)[0] == LIVE_REPLY
+
+
+def recovered(runner: Runner, kind: str) -> None:
+    """The same client makes a call that succeeds (on a well-behaved connection). grpcio
+    refuses calls while it backs off before reconnecting (UNAVAILABLE, about a second): it
+    gets a few tries."""
+    tries = 20 if kind in GRPCIO else 1
+    for attempt in range(tries):
+        try:
+            call(runner, kind, 10.0)
+            return
+        except (TransportError, ServerError) as exc:
+            if attempt == tries - 1 or "UNAVAILABLE" not in str(exc):
+                raise
+            runner.pause(0.5)
+
+
+def attacked(act: Act) -> Callable[[Peer], None]:
+    """The server: ``act`` on the first connection, then its calls served normally (if the
+    client kept it); every later connection well-behaved."""
+
+    def handler(peer: Peer) -> None:
+        if peer.index == 0:
+            with contextlib.suppress(PeerClosed, OSError):
+                act(peer)
+                serve_requests(peer)
+            return
+        peer.handshake()
+        serve_requests(peer)
+
+    return handler
+
+
+@contextlib.contextmanager
+def memory_growth() -> Iterator[list[int]]:
+    """Peak memory growth over the block (tracemalloc), in the list it yields."""
+    tracemalloc.start()
+    base = tracemalloc.get_traced_memory()[0]
+    out: list[int] = []
+    try:
+        yield out
+    finally:
+        out.append(tracemalloc.get_traced_memory()[1] - base)
+        tracemalloc.stop()
+
+
+CASES = [
+    pytest.param(name, kind, id=f"{name}-{kind}")
+    for name, attack in ATTACKS.items()
+    for kind in attack.kinds
+]
+
+
+@pytest.mark.parametrize(("name", "kind"), CASES)
+def test_attack(name: str, kind: str) -> None:
+    attack = ATTACKS[name]
+    if kind in GRPCIO:
+        pytest.importorskip("grpc", reason="the 'grpc' extra (grpcio) is not installed")
+    expected = attack.expected(kind)
+    threads_before = set(threading.enumerate())
+    fds_before = open_fds()
+    mode = "async" if kind.startswith("async") or kind == "grpcio-async" else "sync"
+    options = dict(attack.options)
+    if kind in GRPCIO:
+        options["grpc_transport"] = "grpcio"
+    with scripted_servers() as start:
+        server = start(attacked(attack.act))
+        runner = Runner(mode, server.url, **options)
+        try:
+            started = time.monotonic()
+            with memory_growth() as growth:
+                if expected is None:
+                    call(runner, kind, attack.timeout)
+                else:
+                    with pytest.raises(expected) as caught:
+                        call(runner, kind, attack.timeout)
+                    assert isinstance(caught.value, KServeError)
+            took = time.monotonic() - started
+            assert took < attack.timeout + MARGIN, f"the call took {took:.1f} s"
+            assert growth[0] < attack.memory, f"the call added {growth[0] >> 10} KiB"
+            recovered(runner, kind)
+        finally:
+            runner.close()
+    if kind in NATIVE:
+        leftover = [t for t in threading.enumerate() if t not in threads_before and t.is_alive()]
+        assert not leftover, f"threads left behind: {leftover}"
+        assert open_fds() <= fds_before, "sockets left behind"
