@@ -158,10 +158,8 @@ def rest_decompress(data: bytes) -> None:
         compression.decompress(body, encoding, max_size=LIMIT)
     with contextlib.suppress(KServeError):
         decode_body(bytearray(body), encoding, LIMIT)
-    decoder = StreamDecoder(encoding)
-    # Streamed bodies are not kept, so not limited: only fuzz inputs small enough that
-    # their decompressed size stays modest (a 1 KiB deflate stream inflates to ~1 MiB).
-    for piece in _chunks(body[:1024], 7):
+    decoder = StreamDecoder(encoding, max_piece_size=LIMIT)
+    for piece in _chunks(body, 7):
         decoder.decode(piece)
     decoder.flush()
 
@@ -222,9 +220,9 @@ def http1_response(data: bytes) -> None:
         parser.eof_received()
     encoding = parser.headers.get("content-encoding", "")
     if parser.stream:
-        decoder = StreamDecoder(encoding)
+        decoder = StreamDecoder(encoding, max_piece_size=LIMIT)
         for body_piece in parser.take_pieces():
-            decoder.decode(body_piece[:1024])
+            decoder.decode(body_piece)
         decoder.flush()
     else:
         decode_body(parser.body, encoding, LIMIT)
