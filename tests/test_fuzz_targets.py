@@ -8,16 +8,19 @@ thousand inputs in all, derandomized under CI so that a run is repeatable), and 
 under atheris when an interpreter with it is at hand (``.venv-fuzz``, made by
 ``bash scripts/fuzz.sh``). Long runs: ``bash scripts/fuzz.sh [target] [seconds]``.
 
-Findings of the long runs are pinned below as regression cases.
+Findings are pinned as regression cases: here as inputs of a target, and next to the decoder's
+own tests.
 """
 
 from __future__ import annotations
 
+import gzip
 import importlib.util
 import os
 import random
 import subprocess
 import sys
+import zlib
 from pathlib import Path
 
 import pytest
@@ -95,6 +98,25 @@ def test_a_hang_is_a_finding(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(TARGETS, "hangs", hangs)
     with pytest.raises(Finding, match="longer than"):
         check("hangs", b"x", timeout=0.05)
+
+
+# ------------------------------------------------------------------------------ findings
+
+
+def _gzip_twice(size: int) -> bytes:
+    inner = zlib.compressobj(9, zlib.DEFLATED, 31)
+    zeros = bytes(1 << 20)
+    return gzip.compress(
+        b"".join([*(inner.compress(zeros) for _ in range(size >> 20)), inner.flush()])
+    )
+
+
+def test_a_streamed_body_gzipped_twice_stays_within_the_bound() -> None:
+    """A 1-KiB streamed body with ``Content-Encoding: gzip, gzip`` decoded to 64 MiB in one
+    piece (``StreamDecoder`` had no bound per piece): now a ProtocolError, within bounds."""
+    body = _gzip_twice(64 << 20)
+    head = b"HTTP/1.1 200 OK\r\nContent-Encoding: gzip, gzip\r\nContent-Length: %d\r\n\r\n"
+    assert check("http1_response", b"\x02" + head % len(body) + body).startswith("ProtocolError")
 
 
 # ------------------------------------------------------------------------------ atheris

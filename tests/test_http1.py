@@ -787,8 +787,9 @@ def test_decode_body_limit_property(data: bytes, limit: int, use_gzip: bool) -> 
 def test_a_streamed_piece_decompresses_within_the_limit(
     encoding: str, encode: Callable[[bytes], bytes]
 ) -> None:
-    """Stacked codings multiply inflation ratios: found by fuzzing, a 600-byte "gzip, gzip"
-    body decoded to 256 MiB in one call (557 MiB at peak). Each piece is now bounded."""
+    """Stacked codings multiply inflation ratios (found writing the fuzz targets): a 600-byte
+    "gzip, gzip" body decoded to 256 MiB in one call (557 MiB at peak). Now each piece is
+    bounded."""
     compressed = encode(_BOMB)
     assert StreamDecoder(encoding, max_piece_size=len(_BOMB)).decode(compressed) == _BOMB
     with pytest.raises(ProtocolError, match="decompresses to more than") as info:
