@@ -32,6 +32,7 @@ from collections.abc import Iterator, Sequence
 from kserve_v2.errors import InvalidInputError, ProtocolError, TransportError
 
 __all__ = [
+    "DEFAULT_MAX_DECODED_PIECE",
     "DEFAULT_MAX_HEADER_SIZE",
     "FIRST_BODY_BUFFER",
     "NoResponse",
@@ -57,6 +58,11 @@ DEFAULT_MAX_HEADER_SIZE = 64 * 1024
 #: in place (``realloc``; large blocks are remapped, not copied), and the finished body is one
 #: ``bytearray`` of exactly the announced length.
 FIRST_BODY_BUFFER = 1024 * 1024
+#: Upper bound of what one piece of a streamed body decompresses to, per coding. Pieces are at
+#: most a 64 KiB read, and deflate inflates at most ~1032:1, so one coding never reaches it;
+#: stacked codings ("gzip, gzip") multiply the ratios, and a 600-byte body would otherwise
+#: inflate to 256 MiB in one call.
+DEFAULT_MAX_DECODED_PIECE = 64 * 1024 * 1024
 
 # Methods whose requests carry a Content-Length even when the body is empty (RFC 9110 8.6).
 _BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
@@ -932,7 +938,7 @@ class _Inflater:
         self.obj: zlib._Decompress | None = None
         self.pending = b""
 
-    def feed(self, data: bytes) -> bytes:
+    def feed(self, data: bytes, limit: int) -> bytes:
         obj = self.obj
         if obj is None:
             if self.gzip:
@@ -946,11 +952,19 @@ class _Inflater:
                 self.pending = b""
                 wbits = zlib.MAX_WBITS if _looks_like_zlib(data) else -zlib.MAX_WBITS
                 obj = self.obj = zlib.decompressobj(wbits)
-        out = obj.decompress(data)
-        while self.gzip and obj.eof and obj.unused_data.strip(b"\0"):
+        # One byte beyond the limit tells a piece that is too large (max_length is >= 1 here:
+        # 0 would mean no limit).
+        out = obj.decompress(data, limit + 1)
+        while self.gzip and obj.eof and obj.unused_data.strip(b"\0") and len(out) <= limit:
             rest = obj.unused_data
             obj = self.obj = zlib.decompressobj(_GZIP_WBITS)
-            out += obj.decompress(rest)
+            out += obj.decompress(rest, limit + 1 - len(out))
+        if len(out) > limit:
+            raise ProtocolError(
+                f"a {len(data)}-byte piece of the streamed {'gzip' if self.gzip else 'deflate'} "
+                f"response body decompresses to more than {limit} bytes",
+                value=len(data),
+            )
         return out
 
     def flush(self) -> bytes:
@@ -975,11 +989,15 @@ class StreamDecoder:
     b'hello'
     """
 
-    __slots__ = ("_stages",)
+    __slots__ = ("_limit", "_stages")
 
-    def __init__(self, content_encoding: str | None) -> None:
+    def __init__(
+        self, content_encoding: str | None, max_piece_size: int = DEFAULT_MAX_DECODED_PIECE
+    ) -> None:
         codings = _codings(content_encoding) if content_encoding else None
         self._stages = [_Inflater(c != "deflate") for c in codings] if codings else []
+        #: What one piece may decompress to, per coding (a bomb raises ProtocolError).
+        self._limit = max_piece_size
 
     @property
     def active(self) -> bool:
@@ -990,7 +1008,7 @@ class StreamDecoder:
         """Decode the next piece; may return ``b""`` while the decoder needs more input."""
         try:
             for stage in self._stages:
-                data = stage.feed(data)
+                data = stage.feed(data, self._limit)
         except zlib.error as exc:
             raise ProtocolError(f"cannot decode compressed response body: {exc}") from exc
         return data
@@ -1001,7 +1019,7 @@ class StreamDecoder:
         try:
             for stage in self._stages:
                 if out:
-                    out = stage.feed(out)
+                    out = stage.feed(out, self._limit)
                 out += stage.flush()
         except zlib.error as exc:
             raise ProtocolError(f"cannot decode compressed response body: {exc}") from exc

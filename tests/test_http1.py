@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from kserve_v2.errors import InvalidInputError, ProtocolError, TransportError
 from kserve_v2.http1 import (
+    DEFAULT_MAX_DECODED_PIECE,
     FIRST_BODY_BUFFER,
     NoResponse,
     ResponseParser,
@@ -879,3 +880,35 @@ def test_decode_body_limit_property(data: bytes, limit: int, use_gzip: bool) -> 
     else:
         with pytest.raises(ProtocolError, match="max_response_size"):
             decode_body(encoded, encoding, limit)
+
+
+@pytest.mark.parametrize(
+    ("encoding", "encode"),
+    [
+        ("gzip", gzip.compress),
+        ("deflate", zlib.compress),
+        ("gzip", lambda data: gzip.compress(data[:1000]) + gzip.compress(data[1000:])),
+        ("gzip, gzip", lambda data: gzip.compress(gzip.compress(data))),
+    ],
+    ids=["gzip", "deflate", "gzip-members", "stacked"],
+)
+def test_a_streamed_piece_decompresses_within_the_limit(
+    encoding: str, encode: Callable[[bytes], bytes]
+) -> None:
+    """Stacked codings multiply inflation ratios (found writing the fuzz targets): a 600-byte
+    "gzip, gzip" body decoded to 256 MiB in one call (557 MiB at peak). Now each piece is
+    bounded."""
+    compressed = encode(_BOMB)
+    assert StreamDecoder(encoding, max_piece_size=len(_BOMB)).decode(compressed) == _BOMB
+    with pytest.raises(ProtocolError, match="decompresses to more than") as info:
+        StreamDecoder(encoding, max_piece_size=len(_BOMB) - 1).decode(compressed)
+    assert isinstance(info.value.value, int)
+
+
+def test_a_streamed_stacked_bomb_is_refused_at_the_default_limit() -> None:
+    inner = zlib.compressobj(9, zlib.DEFLATED, 31)
+    zeros = bytes(1 << 20)
+    bomb = gzip.compress(b"".join([*(inner.compress(zeros) for _ in range(80)), inner.flush()]))
+    assert len(bomb) < 4096  # 80 MiB twice gzipped
+    with pytest.raises(ProtocolError, match=f"more than {DEFAULT_MAX_DECODED_PIECE} bytes"):
+        StreamDecoder("gzip, gzip").decode(bomb)
