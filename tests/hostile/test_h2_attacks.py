@@ -3,7 +3,7 @@ gRPC client this package has, with the invariants every one must keep.
 
 A scripted server (:mod:`tests.hostile.h2_server`) answers the first call of its first
 connection with the attack, and every later call normally. Each case checks, for the sync
-and asyncio native clients (unary calls and streams) and for grpcio (unary calls):
+and asyncio clients of both transports, native and grpcio (unary calls and streams):
 
 * the call ends with the package's own error (the one the table names), or succeeds where
   HTTP/2 says the call may be retried, and within its timeout (plus a generous margin);
@@ -68,9 +68,9 @@ from tests.hostile.h2_server import (
     serve_requests,
 )
 
-#: The clients: native sync and asyncio (unary calls, streams), grpcio sync and asyncio.
+#: The clients: native and grpcio, sync and asyncio, unary calls and streams.
 NATIVE = ("sync", "async", "sync-stream", "async-stream")
-GRPCIO = ("grpcio", "grpcio-async")
+GRPCIO = ("grpcio", "grpcio-async", "grpcio-stream", "grpcio-async-stream")
 KINDS = NATIVE + GRPCIO
 #: Memory a call may add (tracemalloc peak) unless its attack says otherwise: the largest
 #: legitimate buffers of an attack call are a 1 MiB header block or first message buffer.
@@ -269,7 +269,7 @@ ATTACKS: dict[str, Attack] = {
     "http1-answer": Attack(
         preface_act(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n"),
         ProtocolError,
-        {"grpcio": KServeError, "grpcio-async": KServeError},
+        GRPCIO_ANY,
     ),
     "garbage-preface": Attack(preface_act(bytes(range(255, 191, -1))), ProtocolError, GRPCIO_ANY),
     "first-frame-not-settings": Attack(
@@ -459,7 +459,12 @@ def recovered(runner: Runner, kind: str) -> None:
             call(runner, kind, 10.0)
             return
         except (TransportError, ServerError) as exc:
-            if attempt == tries - 1 or "UNAVAILABLE" not in str(exc):
+            # grpcio's asyncio stream may also fail its first call after a connection that
+            # ended mid-call with "INTERNAL: Internal error from Core" (grpc-core's own).
+            passing = "UNAVAILABLE" in str(exc) or (
+                kind == "grpcio-async-stream" and "Internal error from Core" in str(exc)
+            )
+            if attempt == tries - 1 or not passing:
                 raise
             runner.pause(0.5)
 
@@ -493,8 +498,32 @@ def memory_growth() -> Iterator[list[int]]:
         tracemalloc.stop()
 
 
+#: What grpcio (grpc-core) is known not to do on a stream, below anything this package sees:
+#: strict expected failures, so that a fix shows and a new deviation fails. (The stream
+#: clients above the transport, ``Client.stream()``, still raise for a request left without
+#: its response: tests/grpc/test_stream_scripted.py.)
+KNOWN: dict[tuple[str, str], str] = {
+    **{
+        ("prefix-4gib-then-ok", kind): "grpc-core drops a message whose length prefix runs "
+        "past the stream's end and ends the stream with OK: the stream reads no message"
+        for kind in ("grpcio-stream", "grpcio-async-stream")
+    },
+    **{
+        ("prefix-shorter-than-its-message", kind): "grpc-core reads a prefix shorter than its "
+        "message as message boundaries: the stream yields the pieces as messages"
+        for kind in ("grpcio-stream", "grpcio-async-stream")
+    },
+}
+
 CASES = [
-    pytest.param(name, kind, id=f"{name}-{kind}")
+    pytest.param(
+        name,
+        kind,
+        id=f"{name}-{kind}",
+        marks=[pytest.mark.xfail(reason=KNOWN[name, kind], strict=True)]
+        if (name, kind) in KNOWN
+        else [],
+    )
     for name, attack in ATTACKS.items()
     for kind in attack.kinds
 ]
@@ -508,7 +537,7 @@ def test_attack(name: str, kind: str) -> None:
     expected = attack.expected(kind)
     threads_before = set(threading.enumerate())
     fds_before = open_fds()
-    mode = "async" if kind.startswith("async") or kind == "grpcio-async" else "sync"
+    mode = "async" if "async" in kind else "sync"
     options = dict(attack.options)
     if kind in GRPCIO:
         options["grpc_transport"] = "grpcio"
