@@ -72,6 +72,8 @@ from tests.hostile.h2_server import (
 NATIVE = ("sync", "async", "sync-stream", "async-stream")
 GRPCIO = ("grpcio", "grpcio-async", "grpcio-stream", "grpcio-async-stream")
 KINDS = NATIVE + GRPCIO
+#: The oldest grpcio whose grpc-core the kit's grpcio expectations hold for (see test_attack).
+GRPCIO_KIT_FLOOR = (1, 70)
 #: Memory a call may add (tracemalloc peak) unless its attack says otherwise: the largest
 #: legitimate buffers of an attack call are a 1 MiB header block or first message buffer.
 MEMORY = 8 << 20
@@ -533,7 +535,13 @@ CASES = [
 def test_attack(name: str, kind: str) -> None:
     attack = ATTACKS[name]
     if kind in GRPCIO:
-        pytest.importorskip("grpc", reason="the 'grpc' extra (grpcio) is not installed")
+        grpc = pytest.importorskip("grpc", reason="the 'grpc' extra (grpcio) is not installed")
+        if tuple(int(part) for part in grpc.__version__.split(".")[:2]) < GRPCIO_KIT_FLOOR:
+            # Older grpc-core keeps reporting the attacked connection's error for longer than
+            # the recovery's tries (its reconnection backoff): the kit's grpcio expectations
+            # are those of the newest grpcio, which the main test run uses; the floor run
+            # (scripts/test_floor.sh) checks the package on old grpcio, not grpc-core itself.
+            pytest.skip(f"grpcio {grpc.__version__}: the kit's grpcio cases need grpcio >= 1.70")
     expected = attack.expected(kind)
     threads_before = set(threading.enumerate())
     fds_before = open_fds()
