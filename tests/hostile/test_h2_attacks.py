@@ -19,12 +19,10 @@ depends on timing for its outcome.
 from __future__ import annotations
 
 import contextlib
-import os
 import threading
 import time
-import tracemalloc
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -67,6 +65,7 @@ from tests.hostile.h2_server import (
     scripted_servers,
     serve_requests,
 )
+from tests.hostile.invariants import memory_growth, open_fds
 
 #: The clients: native and grpcio, sync and asyncio, unary calls and streams.
 NATIVE = ("sync", "async", "sync-stream", "async-stream")
@@ -439,10 +438,6 @@ ATTACKS["rst-refused-after-headers"] = Attack(
 # -------------------------------------------------------------------------------- the runs
 
 
-def open_fds() -> set[str]:
-    return set(os.listdir("/proc/self/fd"))
-
-
 def call(runner: Runner, kind: str, timeout: float) -> None:
     """One call of ``kind``, its result checked when it has one."""
     if kind.endswith("stream"):
@@ -485,19 +480,6 @@ def attacked(act: Act) -> Callable[[Peer], None]:
         serve_requests(peer)
 
     return handler
-
-
-@contextlib.contextmanager
-def memory_growth() -> Iterator[list[int]]:
-    """Peak memory growth over the block (tracemalloc), in the list it yields."""
-    tracemalloc.start()
-    base = tracemalloc.get_traced_memory()[0]
-    out: list[int] = []
-    try:
-        yield out
-    finally:
-        out.append(tracemalloc.get_traced_memory()[1] - base)
-        tracemalloc.stop()
 
 
 #: What grpcio (grpc-core) is known not to do on a stream, below anything this package sees:

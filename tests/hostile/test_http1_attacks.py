@@ -20,13 +20,10 @@ timing for its outcome.
 
 from __future__ import annotations
 
-import contextlib
 import gzip
-import os
 import threading
 import time
-import tracemalloc
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -49,6 +46,7 @@ from tests.hostile.http1_server import (
     response,
     scripted_servers,
 )
+from tests.hostile.invariants import memory_growth, open_fds
 
 #: Memory a call may add (tracemalloc peak) unless its attack says otherwise: the largest
 #: legitimate buffers of an attack call are a 1 MiB first body buffer and a 64 KiB head.
@@ -356,10 +354,6 @@ SLOW = {("header-trickle", "httpx"), ("interim-response-flood", "httpx")}
 # -------------------------------------------------------------------------------- the runs
 
 
-def open_fds() -> set[str]:
-    return set(os.listdir("/proc/self/fd"))
-
-
 def attacked(act: Act) -> Callable[[Peer], None]:
     """The server: ``act`` on the first connection, then its requests served well (if the
     client kept it); every later connection well-behaved."""
@@ -370,19 +364,6 @@ def attacked(act: Act) -> Callable[[Peer], None]:
         peer.serve()
 
     return handler
-
-
-@contextlib.contextmanager
-def memory_growth() -> Iterator[list[int]]:
-    """Peak memory growth over the block (tracemalloc), in the list it yields."""
-    tracemalloc.start()
-    base = tracemalloc.get_traced_memory()[0]
-    out: list[int] = []
-    try:
-        yield out
-    finally:
-        out.append(tracemalloc.get_traced_memory()[1] - base)
-        tracemalloc.stop()
 
 
 CASES = [
