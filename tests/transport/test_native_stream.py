@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import asyncio
 import os
+import select
 import struct
 import threading
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
@@ -39,6 +41,7 @@ from kserve_v2.h2.frames import (
 )
 from kserve_v2.transport.native import AsyncNativeGRPCChannel, NativeGRPCChannel
 from kserve_v2.transport.native import connection as native_connection
+from kserve_v2.transport.native import stream as native_stream
 from tests.hostile.h2_server import (
     GRPC_OK_HEADERS,
     GUARD,
@@ -454,3 +457,52 @@ def read_after(mode: str, url: str, go: threading.Event) -> list[bytes]:
         return out
 
     return run_on(run(), loop_of(mode))
+
+
+# ------------------------------------------------------------------------ polling, bounded
+
+
+class _CountingPolls:
+    """Stands in for the stream module's ``asyncio`` / ``select``: counts the reader's
+    non-blocking polls (``asyncio.sleep(0)``, ``select.select(..., 0)``), delegates all."""
+
+    def __init__(self, module: object) -> None:
+        self._module = module
+        self.polls = 0
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._module, name)
+
+    def sleep(self, delay: float, *args: object) -> object:
+        self.polls += delay == 0
+        return asyncio.sleep(delay, *args)
+
+    def select(self, *args: object) -> object:
+        self.polls += args[-1] == 0
+        return select.select(*args)  # type: ignore[call-overload]
+
+
+def test_an_idle_reader_polls_briefly_then_sleeps(
+    serve: Callable[..., ScriptedServer], mode: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Waiting for a response, the reader polls the socket (asyncio: yields to the loop) for
+    a moment before it sleeps, as decoupled models send responses a few hundred µs apart;
+    a quiet server then costs nothing: 300 ms without a message is a bounded number of
+    polls, not a busy loop."""
+    counter = _CountingPolls(select if mode == "sync" else asyncio)
+    monkeypatch.setattr(native_stream, "select" if mode == "sync" else "asyncio", counter)
+
+    def handler(peer: Peer) -> None:
+        request = peer.accept_request()
+        peer.send_headers(request.stream_id, GRPC_OK_HEADERS)
+        peer.send_data(request.stream_id, grpc_message(b"first"))
+        time.sleep(0.3)
+        peer.send_data(request.stream_id, grpc_message(b"late"))
+        peer.send_trailers(request.stream_id)
+        peer.read_until_closed()
+
+    out = exchange(mode, serve(handler).url, [b"request"])
+    assert (out.messages, out.error, out.status) == ([b"first", b"late"], None, "OK")
+    # 100 µs of polling per wait is a few hundred polls at most; a reader that never slept
+    # would poll hundreds of thousands of times in 300 ms.
+    assert 1 <= counter.polls < 5_000

@@ -905,6 +905,7 @@ class AsyncConnection(asyncio.Protocol):
 
     def data_received(self, data: bytes) -> None:
         self._heard = True
+        woke = False
         try:
             events = self.h2.receive(data)
             for event in events:
@@ -931,6 +932,7 @@ class AsyncConnection(asyncio.Protocol):
                         self.h2.end_stream(stream_id)
                         if not future.done():
                             future.set_result(None)
+                            woke = True
                         self._call_ended()
                 elif kind is StreamReset:
                     assert isinstance(event, StreamReset)
@@ -949,6 +951,12 @@ class AsyncConnection(asyncio.Protocol):
             # may have ended (answered early, reset) while they waited.
             self._window.set()
             self.flush()
+            if woke:
+                # The callers just woken run in the loop's next round, in the order they
+                # were woken; a flush scheduled now runs right after them and sends the
+                # requests they make then in one write, a round earlier than their own
+                # flush_soon() would (one select() and one round fewer per read).
+                self.flush_soon()
         except KServeError as exc:
             self.flush()
             self._abort(exc)

@@ -594,6 +594,7 @@ class AsyncNativeStreamCall(_StreamCall):
         if self._conn is None and not self._finished:
             await self._open()
         messages = self._messages
+        polling, until = True, time.perf_counter() + _POLL_BEFORE_SLEEP
         while True:
             if messages and not self._cancelled:
                 message = messages.popleft()
@@ -605,8 +606,15 @@ class AsyncNativeStreamCall(_StreamCall):
                 if self._error is not None and not self._cancelled:
                     raise self._error
                 return None
+            if polling:
+                # Each round lets the loop poll the socket without sleeping (it does not
+                # sleep while a callback is ready): see _POLL_BEFORE_SLEEP.
+                polling = time.perf_counter() < until
+                await asyncio.sleep(0)
+                continue
             self._waiter = waiter = self._loop.create_future()
             await waiter
+            polling, until = True, time.perf_counter() + _POLL_BEFORE_SLEEP
 
     def _over(self) -> bool:
         return self._finished or self._end.done()
