@@ -81,6 +81,11 @@ class ServerError(KServeError):
             since this module sits below the gRPC engine; ``StatusCode[exc.grpc_code]`` gives
             the enum).
         body: the raw error body as received, when there was one.
+        retry_after: how many seconds the server asked the client to wait before trying
+            again: HTTP's ``Retry-After`` (seconds or a date), gRPC's
+            ``grpc-retry-pushback-ms``; ``math.inf`` when a gRPC server asked not to retry
+            (a negative or unreadable pushback); None when it said nothing. A
+            :class:`~kserve_v2.RetryPolicy` waits that long instead of its backoff.
     """
 
     def __init__(
@@ -90,11 +95,13 @@ class ServerError(KServeError):
         http_status: int | None = None,
         grpc_code: str | None = None,
         body: bytes | None = None,
+        retry_after: float | None = None,
     ) -> None:
         self.message = message
         self.http_status = http_status
         self.grpc_code = grpc_code
         self.body = body
+        self.retry_after = retry_after
         where = []
         if http_status is not None:
             where.append(f"HTTP {http_status}")

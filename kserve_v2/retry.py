@@ -22,6 +22,11 @@ What is retried, and when:
   answer (:class:`~kserve_v2.ProtocolError`), any other server error, and a
   :class:`~kserve_v2.DeadlineExceededError` once the call's own ``timeout`` is spent.
 
+A server that says when to try again is obeyed: HTTP's ``Retry-After`` and gRPC's
+``grpc-retry-pushback-ms`` (:attr:`ServerError.retry_after <kserve_v2.ServerError>`) replace
+the backoff, up to :attr:`RetryPolicy.max_retry_after`; a longer wait, or a gRPC "do not
+retry" (a negative pushback), ends the call with the server's error.
+
 The call's ``timeout`` is for all its attempts together: each attempt gets the time left, and
 no backoff is slept that would end past it (the last error is raised at once instead).
 ``RESOURCE_EXHAUSTED`` is not retried by default: the client reports its own
@@ -125,6 +130,11 @@ class RetryPolicy:
         infer: how ``infer`` is retried (:data:`INFER_RETRY_MODES`): ``"never"``
             (default), ``"unprocessed"`` or ``"idempotent"``; ``client.infer(...,
             retry=...)`` overrides it for one call.
+        max_retry_after: the longest wait a server may ask for (HTTP ``Retry-After``, gRPC
+            ``grpc-retry-pushback-ms``: :attr:`ServerError.retry_after
+            <kserve_v2.ServerError>`), which replaces the backoff before the next try; a
+            server that asks for more (or, over gRPC, asks not to retry) gets its error
+            raised at once.
         random: a function returning a float in [0, 1), for the jitter; give a seeded one
             (``random.Random(7).random``) for reproducible waits.
 
@@ -143,6 +153,7 @@ class RetryPolicy:
     http_statuses: frozenset[int] = frozenset({429, 502, 503, 504})
     grpc_codes: frozenset[str] = frozenset({"UNAVAILABLE"})
     infer: str = "never"
+    max_retry_after: float = 30.0
     random: Callable[[], float] = field(default=_random.random, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -153,7 +164,7 @@ class RetryPolicy:
                 "RetryPolicy.attempts counts every try, the first included: at least 1",
                 value=self.attempts,
             )
-        for name in ("initial_backoff", "max_backoff", "multiplier"):
+        for name in ("initial_backoff", "max_backoff", "multiplier", "max_retry_after"):
             object.__setattr__(self, name, _seconds(getattr(self, name), name))
         if self.multiplier < 1:
             raise InvalidInputError(
@@ -181,6 +192,23 @@ class RetryPolicy:
             delay *= self.multiplier
         delay = min(delay, self.max_backoff)
         return delay * self.random() if self.jitter else delay
+
+    def delay(self, retry: int, error: BaseException) -> float | None:
+        """Seconds to sleep before retry number ``retry`` after ``error``: what the server
+        asked for (:attr:`ServerError.retry_after <kserve_v2.ServerError>`) if it did, else
+        :meth:`backoff`; None when the server asked for more than :attr:`max_retry_after`
+        (the call then fails with ``error``).
+
+        Example::
+
+            policy = RetryPolicy(jitter=False)
+            policy.delay(1, ServerError("busy", http_status=503, retry_after=2.0))  # 2.0
+            policy.delay(1, ServerError("busy", http_status=503))  # 0.1, the backoff
+        """
+        asked = error.retry_after if isinstance(error, ServerError) else None
+        if asked is None:
+            return self.backoff(retry)
+        return asked if asked <= self.max_retry_after else None
 
     def retries(self, error: BaseException, mode: str) -> bool:
         """Whether a call that failed with ``error`` may be sent again, by the failure

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import math
 import random
 from typing import Any
 
@@ -60,6 +61,8 @@ def test_collections_become_frozensets() -> None:
         {"infer": True},
         {"infer": "always"},
         {"random": 0.5},
+        {"max_retry_after": -1},
+        {"max_retry_after": float("inf")},
     ],
 )
 def test_bad_settings_are_refused(options: dict[str, Any]) -> None:
@@ -83,6 +86,18 @@ def test_backoff_grows_to_its_cap() -> None:
     # A huge retry number does not overflow.
     assert RetryPolicy(jitter=False, multiplier=10).backoff(10_000) == 2.0
     assert RetryPolicy(jitter=False, multiplier=1).backoff(5) == pytest.approx(0.1)
+
+
+def test_the_servers_wait_replaces_the_backoff_up_to_max_retry_after() -> None:
+    policy = RetryPolicy(jitter=False, max_retry_after=10)
+    assert policy.delay(3, ServerError("busy", http_status=503)) == pytest.approx(0.4)
+    assert policy.delay(3, ServerError("busy", http_status=503, retry_after=7.5)) == 7.5
+    assert policy.delay(1, ServerError("busy", http_status=503, retry_after=0.0)) == 0.0
+    assert policy.delay(1, ServerError("busy", grpc_code="UNAVAILABLE", retry_after=10)) == 10
+    # More than the policy waits for, or a gRPC "do not retry": none (the error is raised).
+    assert policy.delay(1, ServerError("busy", http_status=503, retry_after=10.5)) is None
+    assert policy.delay(1, ServerError("no", grpc_code="UNAVAILABLE", retry_after=math.inf)) is None
+    assert policy.delay(2, TransportError("lost")) == pytest.approx(0.2)
 
 
 def test_full_jitter_scales_the_backoff_by_the_random_draw() -> None:

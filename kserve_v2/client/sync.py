@@ -237,9 +237,10 @@ class Client(ClientBase):
                 tries += 1
                 if tries >= policy.attempts or not policy.retries(exc, mode):
                     raise
-                delay = policy.backoff(tries)
-                # A backoff that would end past the call's timeout: its last error, now.
-                if deadline is not None and time.monotonic() + delay >= deadline:
+                delay = policy.delay(tries, exc)
+                # A wait the policy refuses (the server asked for too long), or one that
+                # would end past the call's timeout: its last error, now.
+                if delay is None or (deadline is not None and time.monotonic() + delay >= deadline):
                     raise
                 error = exc
             sleep(delay)

@@ -269,11 +269,15 @@ def _small_int(text: str) -> int:
     return -1
 
 
-def status_error(code: str, message: str, url: str | None = None) -> KServeError:
-    """The kserve-v2 error for a non-OK gRPC status (the same tree grpcio's errors map to)."""
+def status_error(
+    code: str, message: str, url: str | None = None, retry_after: float | None = None
+) -> KServeError:
+    """The kserve-v2 error for a non-OK gRPC status (the same tree grpcio's errors map to);
+    ``retry_after``: the server's pushback
+    (:func:`~kserve_v2.grpc.status.retry_pushback`)."""
     if code == StatusCode.DEADLINE_EXCEEDED.name:
         return DeadlineExceededError(f"gRPC deadline exceeded: {message}", url=url)
-    return ServerError(message, grpc_code=code)
+    return ServerError(message, grpc_code=code, retry_after=retry_after)
 
 
 class CallResponse:

@@ -19,10 +19,13 @@ Example::
 from __future__ import annotations
 
 import enum
+import math
+from collections.abc import Iterable
+from typing import Final
 
 from kserve_v2.errors import DeadlineExceededError, ServerError
 
-__all__ = ["StatusCode", "code_name", "status_of"]
+__all__ = ["PUSHBACK_KEY", "StatusCode", "code_name", "retry_pushback", "status_of"]
 
 
 @enum.unique
@@ -83,3 +86,28 @@ def status_of(exc: BaseException) -> str:
     if isinstance(exc, DeadlineExceededError):
         return StatusCode.DEADLINE_EXCEEDED.name
     return StatusCode.UNKNOWN.name
+
+
+#: The trailer in which a server says when to retry, or not to (gRFC A6, "pushback").
+PUSHBACK_KEY: Final = "grpc-retry-pushback-ms"
+
+
+def retry_pushback(metadata: Iterable[tuple[str, str | bytes]]) -> float | None:
+    """The wait in seconds a failed call's ``grpc-retry-pushback-ms`` asks for: None without
+    one; ``math.inf`` ("do not retry") for a negative or unreadable value, as gRFC A6 reads
+    them.
+
+    Example::
+
+        >>> retry_pushback([("grpc-retry-pushback-ms", "1500")]), retry_pushback([])
+        (1.5, None)
+        >>> retry_pushback([("grpc-retry-pushback-ms", "-1")])
+        inf
+    """
+    for name, value in metadata:
+        if name == PUSHBACK_KEY:
+            text = value if isinstance(value, str) else value.decode("latin-1")
+            if 0 < len(text) <= 12 and text.isascii() and text.isdigit():
+                return int(text) / 1000
+            return math.inf
+    return None

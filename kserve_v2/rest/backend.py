@@ -203,6 +203,7 @@ class _BinaryRequestCall:
             response.body,
             response.reason,
             binary_refused_hint=self.backend._binary_hint is True,
+            headers=response.headers,
         )
 
 
@@ -239,7 +240,9 @@ def _hook_receive(
 
 def _ok(response: HTTPResponse) -> HTTPResponse:
     if not 200 <= response.status < 300:
-        raise codec.error_from_response(response.status, response.body, response.reason)
+        raise codec.error_from_response(
+            response.status, response.body, response.reason, headers=response.headers
+        )
     return response
 
 

@@ -23,9 +23,12 @@ Example::
 from __future__ import annotations
 
 import codecs
+import email.utils
 import html
 import json
+import math
 import re
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from json.encoder import encode_basestring
@@ -72,6 +75,7 @@ __all__ = [
     "encode_raw_binary_request",
     "error_from_response",
     "header_length_of",
+    "retry_after_seconds",
 ]
 
 #: The binary-data extension's header giving the length of the JSON part of a body.
@@ -754,7 +758,12 @@ _HTML_TAG: Final = re.compile(r"<[^>]*>")
 
 
 def error_from_response(
-    status: int, body: BytesLike, reason: str = "", *, binary_refused_hint: bool = False
+    status: int,
+    body: BytesLike,
+    reason: str = "",
+    *,
+    binary_refused_hint: bool = False,
+    headers: Mapping[str, str] | None = None,
 ) -> ServerError:
     """The :class:`ServerError` for a non-success response, with the server's own message.
 
@@ -767,7 +776,8 @@ def error_from_response(
 
     ``binary_refused_hint``: the request used Triton's binary tensor extension and the server
     did not advertise it; a refusal (400, 415, 422, 500) then says so and suggests
-    ``binary=False``.
+    ``binary=False``. ``headers`` (lower-case names): the response's, for its
+    ``Retry-After`` (:attr:`ServerError.retry_after`, see :func:`retry_after_seconds`).
 
     Example::
 
@@ -782,7 +792,43 @@ def error_from_response(
         message = f"{reason or f'HTTP status {status}'} {message}"
     if binary_refused_hint and status in REFUSAL_STATUSES:
         message = f"{message} ({BINARY_REFUSED_HINT})"
-    return ServerError(message, http_status=status, body=raw)
+    retry_after = headers.get("retry-after") if headers else None
+    return ServerError(
+        message,
+        http_status=status,
+        body=raw,
+        retry_after=None if retry_after is None else retry_after_seconds(retry_after),
+    )
+
+
+# Longer than this, a delay in seconds is "a very long time" (inf), not a number to sleep.
+_RETRY_AFTER_DIGITS: Final = 12
+
+
+def retry_after_seconds(value: str, now: float | None = None) -> float | None:
+    """The wait an HTTP ``Retry-After`` value asks for, in seconds (RFC 9110 section 10.2.3):
+    a number of seconds, or an HTTP date (its distance from ``now``, a Unix time, default
+    the current one; 0 for a date past). None for a value that is neither, which is then
+    ignored; ``math.inf`` for more digits than any real wait has.
+
+    Example::
+
+        >>> retry_after_seconds("120"), retry_after_seconds("soon")
+        (120.0, None)
+        >>> retry_after_seconds("Thu, 01 Jan 1970 00:02:00 GMT", now=60.0)
+        60.0
+    """
+    text = value.strip()
+    if text.isascii() and text.isdigit():
+        return math.inf if len(text) > _RETRY_AFTER_DIGITS else float(int(text))
+    try:
+        when = email.utils.parsedate_to_datetime(text)
+    except (TypeError, ValueError, IndexError, OverflowError):
+        return None
+    if when.tzinfo is None:  # HTTP dates are GMT; "-0000" parses without a zone
+        return None
+    wait = when.timestamp() - (time.time() if now is None else now)
+    return max(0.0, wait)
 
 
 def _error_message(raw: bytes, size: int) -> str:

@@ -48,7 +48,7 @@ from kserve_v2.errors import (
     TransportError,
 )
 from kserve_v2.grpc.config import ChannelConfig, Metadata, check_compression, import_grpc
-from kserve_v2.grpc.status import code_name
+from kserve_v2.grpc.status import code_name, retry_pushback
 from kserve_v2.interfaces import CLOSED_FOR_SENDING, AsyncStreamCall, StreamMessage, SyncStreamCall
 from kserve_v2.transport.grpc_base import GRPCChannelBase
 
@@ -141,7 +141,17 @@ def translate_rpc_error(exc: BaseException, url: str | None = None) -> KServeErr
         return TransportError(
             f"gRPC {name}: {_scheme_hint(details, url)}{details}", url=url, unprocessed=unprocessed
         )
-    return ServerError(details, grpc_code=name)
+    return ServerError(details, grpc_code=name, retry_after=_pushback(exc))
+
+
+def _pushback(exc: BaseException) -> float | None:
+    """The server's ``grpc-retry-pushback-ms`` in the call's trailing metadata."""
+    trailing_of = getattr(exc, "trailing_metadata", None)
+    try:
+        trailing = trailing_of() if callable(trailing_of) else None
+    except Exception:  # an RpcError that is not a call (e.g. raised by a channel): none
+        return None
+    return retry_pushback(trailing) if trailing else None
 
 
 def _scheme_hint(details: str, url: str | None) -> str:

@@ -33,6 +33,8 @@ OK = "ok"
 REFUSED = "refused"  # connect failed: the server certainly did not get the request
 LOST = "lost"  # the connection broke after the request went out: it may have run
 BUSY = "busy"  # HTTP 503 / gRPC UNAVAILABLE from the server
+WAIT_5 = "wait-5"  # BUSY, and the server asks for 5 s (Retry-After / grpc-retry-pushback-ms)
+WAIT_60 = "wait-60"  # BUSY, asking for 60 s: more than RetryPolicy.max_retry_after
 MISSING = "missing"  # HTTP 404 / gRPC NOT_FOUND: an answer that asking again will not change
 TIMEOUT = "timeout"  # the attempt's timeout expired
 CONNECT_TIMEOUT = "connect-timeout"  # the connect timed out: nothing was sent
@@ -91,6 +93,9 @@ class ScriptedTransport:
         outcome = self.script.next(f"{request.method} {request.target}", request.timeout)
         if outcome == BUSY:
             return HTTPResponse(503, {"content-type": "application/json"}, b'{"error":"busy"}')
+        if outcome in (WAIT_5, WAIT_60):
+            headers = {"content-type": "application/json", "retry-after": outcome[5:]}
+            return HTTPResponse(503, headers, b'{"error":"busy"}')
         if outcome == MISSING:
             return HTTPResponse(404, {"content-type": "application/json"}, b'{"error":"no"}')
         if request.target.endswith("/infer"):
@@ -123,6 +128,8 @@ class ScriptedChannel:
         outcome = self.script.next(method, timeout)
         if outcome == BUSY:
             raise ServerError("busy", grpc_code="UNAVAILABLE")
+        if outcome in (WAIT_5, WAIT_60):  # as the transports read grpc-retry-pushback-ms
+            raise ServerError("busy", grpc_code="UNAVAILABLE", retry_after=float(outcome[5:]))
         if outcome == MISSING:
             raise ServerError("no", grpc_code="NOT_FOUND")
         if method.endswith("/ModelInfer"):
@@ -233,6 +240,29 @@ async def test_backoff_is_capped(kind: str, clock: FakeClock) -> None:
     c = open_client(kind, [LOST] * 4 + [OK], retry=policy, timeout=None)
     await c.call("server_metadata")
     assert clock.slept == pytest.approx([1.0, 3.0, 4.0, 4.0])
+
+
+async def test_the_servers_wait_replaces_the_backoff(kind: str, clock: FakeClock) -> None:
+    c = open_client(kind, [BUSY, WAIT_5, BUSY, OK], retry=RetryPolicy(attempts=4, **NO_JITTER))
+    await c.call("server_metadata")
+    assert clock.slept == pytest.approx([0.1, 5.0, 0.4])
+
+
+async def test_a_wait_over_max_retry_after_is_not_waited(kind: str, clock: FakeClock) -> None:
+    policy = RetryPolicy(attempts=4, max_retry_after=30, **NO_JITTER)
+    c = open_client(kind, [BUSY, WAIT_60, OK], retry=policy)
+    with pytest.raises(ServerError) as info:
+        await c.call("server_metadata")
+    assert info.value.retry_after == 60.0
+    assert c.script.count == 2
+    assert clock.slept == pytest.approx([0.1])
+
+
+async def test_a_wait_past_the_calls_timeout_is_not_waited(kind: str, clock: FakeClock) -> None:
+    c = open_client(kind, [WAIT_5, OK], retry=RetryPolicy(**NO_JITTER), timeout=3.0)
+    with pytest.raises(ServerError):
+        await c.call("server_metadata")
+    assert (c.script.count, clock.slept) == (1, [])
 
 
 async def test_full_jitter_draws_from_the_given_random(kind: str, clock: FakeClock) -> None:

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import math
+
 import grpc
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from kserve_v2.errors import DeadlineExceededError, ServerError, TransportError
 from kserve_v2.grpc.framing import STATUS_NAMES, status_error
-from kserve_v2.grpc.status import StatusCode, code_name, status_of
+from kserve_v2.grpc.status import StatusCode, code_name, retry_pushback, status_of
 from tests.enum_docs import undocumented_members
 
 
@@ -69,3 +73,37 @@ def test_status_of_reads_a_grpcio_cause() -> None:
     assert status_of(error) == "UNAVAILABLE"
     assert code_name(_GrpcioError(None)) == "UNKNOWN"
     assert code_name(ValueError()) == "UNKNOWN"
+
+
+@pytest.mark.parametrize(
+    ("metadata", "seconds"),
+    [
+        ([], None),
+        ([("grpc-status", "14")], None),
+        ([("grpc-retry-pushback-ms", "1500")], 1.5),
+        ([("x", "y"), ("grpc-retry-pushback-ms", b"250")], 0.25),  # grpcio's binary values
+        ([("grpc-retry-pushback-ms", "0")], 0.0),
+        ([("grpc-retry-pushback-ms", "-1")], math.inf),  # gRFC A6: do not retry
+        ([("grpc-retry-pushback-ms", "soon")], math.inf),
+        ([("grpc-retry-pushback-ms", "")], math.inf),
+        ([("grpc-retry-pushback-ms", "1" * 13)], math.inf),
+    ],
+)
+def test_retry_pushback(metadata: list[tuple[str, str | bytes]], seconds: float | None) -> None:
+    assert retry_pushback(metadata) == seconds
+
+
+@given(st.text(max_size=20))
+def test_any_pushback_is_a_wait(value: str) -> None:
+    seconds = retry_pushback([("grpc-retry-pushback-ms", value)])
+    assert seconds is not None
+    assert seconds >= 0
+
+
+def test_status_error_carries_the_pushback() -> None:
+    error = status_error("UNAVAILABLE", "busy", retry_after=2.0)
+    assert isinstance(error, ServerError)
+    assert error.retry_after == 2.0
+    plain = status_error("UNAVAILABLE", "busy")
+    assert isinstance(plain, ServerError)
+    assert plain.retry_after is None

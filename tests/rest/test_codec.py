@@ -32,6 +32,7 @@ from kserve_v2.rest.codec import (
     encode_raw_binary_request,
     error_from_response,
     header_length_of,
+    retry_after_seconds,
 )
 from kserve_v2.tensors import InferInput, RequestedOutput, SharedMemoryPlacement
 from tests.strategies import (
@@ -578,6 +579,50 @@ def test_golden_error_bodies_give_the_servers_message(
     assert error.http_status == status
     assert error.message == message
     assert error.body == body
+
+
+@pytest.mark.parametrize(
+    ("value", "seconds"),
+    [
+        ("120", 120.0),
+        (" 7 ", 7.0),
+        ("0", 0.0),
+        ("9" * 12, 999_999_999_999.0),
+        ("9" * 13, math.inf),  # longer than any real wait: "a very long time"
+        ("Thu, 01 Jan 1970 00:02:00 GMT", 60.0),  # an HTTP date, a minute after `now`
+        ("Thu, 01 Jan 1970 00:00:30 GMT", 0.0),  # a date past: retry now
+        ("Thursday, 01-Jan-70 00:02:00 GMT", 60.0),  # the obsolete RFC 850 form
+        ("1.5", None),
+        ("-3", None),
+        ("+3", None),
+        ("soon", None),
+        ("", None),
+        ("\u0663", None),  # a digit, but not an ASCII one
+        ("Mon, 99 Foo 2020 00:00:00 GMT", None),
+        ("Thu, 01 Jan 1970 00:02:00 -0000", None),  # no zone: not an HTTP date
+    ],
+)
+def test_retry_after_values(value: str, seconds: float | None) -> None:
+    assert retry_after_seconds(value, now=60.0) == seconds
+
+
+@given(st.text(max_size=40))
+def test_any_retry_after_is_a_wait_or_none(value: str) -> None:
+    seconds = retry_after_seconds(value, now=0.0)
+    assert seconds is None or seconds >= 0
+
+
+@given(st.integers(min_value=0, max_value=10**12 - 1))
+def test_retry_after_seconds_round_trip(seconds: int) -> None:
+    assert retry_after_seconds(str(seconds)) == seconds
+
+
+def test_an_error_carries_the_servers_retry_after() -> None:
+    body = b'{"error":"busy"}'
+    assert error_from_response(503, body, headers={"retry-after": "3"}).retry_after == 3.0
+    assert error_from_response(503, body, headers={"retry-after": "later"}).retry_after is None
+    assert error_from_response(503, body, headers={}).retry_after is None
+    assert error_from_response(503, body).retry_after is None
 
 
 def test_long_error_messages_are_cut_at_a_word_saying_how_much_is_left() -> None:

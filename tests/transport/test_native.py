@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gzip
+import math
 import random
 import socket
 import threading
@@ -379,6 +380,35 @@ def test_trailers_only_error_status(serve: Serve, connect: Connect) -> None:
     assert caught.value.grpc_code == "NOT_FOUND"
     assert caught.value.message == "no such model: x"
     assert client.live() is True
+
+
+@pytest.mark.parametrize(
+    ("pushback", "retry_after"),
+    [("1500", 1.5), ("0", 0.0), ("-1", math.inf), ("soon", math.inf)],
+)
+@pytest.mark.parametrize("transport", ["native", "grpcio"])
+def test_retry_pushback_is_read(
+    serve: Serve, connect: Connect, transport: str, pushback: str, retry_after: float
+) -> None:
+    """grpc-retry-pushback-ms in the trailers becomes ServerError.retry_after, in seconds;
+    a negative or unreadable one is infinite (gRFC A6: do not retry)."""
+    if transport == "grpcio":
+        pytest.importorskip("grpc")
+
+    def respond(peer: Peer, request: Request, _n: int) -> None:
+        peer.send_headers(request.stream_id, GRPC_OK_HEADERS)
+        extra = [("grpc-retry-pushback-ms", pushback)]
+        peer.send_trailers(request.stream_id, 14, "busy", extra=extra)
+
+    client = connect(serve(each_request(respond)), grpc_transport=transport)
+    with pytest.raises(ServerError) as caught:
+        client.server_metadata()
+    assert caught.value.retry_after == retry_after
+    if transport == "grpcio" and pushback == "soon":
+        # grpc-core refuses the unreadable trailer itself and fails the call INTERNAL.
+        assert caught.value.grpc_code == "INTERNAL"
+    else:
+        assert (caught.value.grpc_code, caught.value.message) == ("UNAVAILABLE", "busy")
 
 
 def test_deadline_exceeded_status(serve: Serve, connect: Connect) -> None:

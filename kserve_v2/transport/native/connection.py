@@ -45,6 +45,7 @@ from kserve_v2.grpc.framing import (
     message_prefix,
     status_error,
 )
+from kserve_v2.grpc.status import retry_pushback
 from kserve_v2.h2.connection import (
     DataReceived,
     Event,
@@ -303,7 +304,7 @@ class ChannelSettings:
         """A finished unary call's one message and (if asked) metadata; its error if not OK."""
         code, message = response.status()
         if code != "OK":
-            raise status_error(code, message, self.url)
+            raise status_error(code, message, self.url, retry_pushback(response.trailer_list or ()))
         if len(response.messages) != 1:
             raise ProtocolError(
                 f"a unary call answered with {len(response.messages)} messages instead of one"

@@ -42,6 +42,7 @@ from kserve_v2.errors import (
     TransportError,
 )
 from kserve_v2.grpc.framing import CallResponse, status_error
+from kserve_v2.grpc.status import retry_pushback
 from kserve_v2.h2.connection import Event, StreamReset, WindowUpdated
 from kserve_v2.h2.frames import ErrorCode
 from kserve_v2.interfaces import CLOSED_FOR_SENDING, StreamMessage
@@ -134,7 +135,11 @@ class _StreamCall:
     def _finish_with_status(self) -> None:
         """The server ended the stream: its gRPC status ends the call."""
         code, message = self._response.status()
-        self._finish(code, None if code == "OK" else status_error(code, message, self._url))
+        if code == "OK":
+            self._finish(code, None)
+            return
+        pushback = retry_pushback(self._response.trailer_list or ())
+        self._finish(code, status_error(code, message, self._url, pushback))
 
     def _expired(self) -> None:
         self._finish("DEADLINE_EXCEEDED", self._settings.deadline_error())
