@@ -69,7 +69,10 @@ _GOODBYE_WAIT: Final = 0.5
 # responses a few hundred µs apart, and on virtual machines a thread that sleeps between them
 # lets its core idle, and waking it costs about as much again. Measured here with Triton's
 # Python backend: about 2,500 responses/s without polling, 5,000 with it, at the same client
-# CPU per response; an idle stream pays this once per wait.
+# CPU per response; an idle stream pays this once per wait. The asyncio reader yields to the
+# loop for as long instead (the loop polls without sleeping while a callback is ready):
+# AsyncClient.stream() went from about 6,600 to 10,000 responses/s here, its CPU per
+# response up by about a third, to the sync reader's.
 _POLL_BEFORE_SLEEP: Final = 100e-6
 
 #: How an asyncio stream call gets its connection: the channel's shared one, for a deadline.
@@ -599,7 +602,7 @@ class AsyncNativeStreamCall(_StreamCall):
         if self._conn is None and not self._finished:
             await self._open()
         messages = self._messages
-        polling, until = True, time.perf_counter() + _POLL_BEFORE_SLEEP
+        polling_until: float | None = None
         while True:
             if messages and not self._cancelled:
                 message = messages.popleft()
@@ -611,15 +614,17 @@ class AsyncNativeStreamCall(_StreamCall):
                 if self._error is not None and not self._cancelled:
                     raise self._error
                 return None
-            if polling:
-                # Each round lets the loop poll the socket without sleeping (it does not
-                # sleep while a callback is ready): see _POLL_BEFORE_SLEEP.
-                polling = time.perf_counter() < until
+            # Before sleeping, yield for a while: the loop polls the socket without sleeping
+            # while a callback is ready (see _POLL_BEFORE_SLEEP).
+            now = time.perf_counter()
+            if polling_until is None:
+                polling_until = now + _POLL_BEFORE_SLEEP
+            if now < polling_until:
                 await asyncio.sleep(0)
                 continue
             self._waiter = waiter = self._loop.create_future()
             await waiter
-            polling, until = True, time.perf_counter() + _POLL_BEFORE_SLEEP
+            polling_until = None
 
     def _over(self) -> bool:
         return self._finished or self._end.done()
