@@ -20,15 +20,11 @@ import contextlib
 import re
 import socket
 import struct
-import threading
 import time
-import traceback
 from collections import deque
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
-
-import pytest
 
 from kserve_v2 import AsyncClient, Client
 from kserve_v2.h2.frames import (
@@ -50,14 +46,14 @@ from kserve_v2.h2.frames import (
     parse_frame_header,
 )
 from kserve_v2.h2.hpack import Decoder, Encoder
+from tests.hostile.threaded_server import IO_TIMEOUT, ThreadedServer, serving
 from tests.loops import loop_of, new_event_loop
 
 LIVE = "/inference.GRPCInferenceService/ServerLive"
 #: A ServerLiveResponse with live=True.
 LIVE_REPLY = b"\x08\x01"
-#: The server's sockets time out after this long: a test can fail, but never hang.
-IO_TIMEOUT = 5.0
-#: The clients' default call deadline.
+#: The clients' default call deadline (the server's sockets time out after IO_TIMEOUT: a
+#: test can fail, but never hang).
 CALL_TIMEOUT = 5.0
 #: Async calls are abandoned after this long even when the client's own deadline fails.
 GUARD = 10.0
@@ -402,84 +398,15 @@ class Peer:
 Handler = Callable[[Peer], None]
 
 
-class ScriptedServer:
-    """A loopback TCP server running ``handler`` on each connection, in a thread per
+class ScriptedServer(ThreadedServer[Peer]):
+    """A loopback HTTP/2 server running ``handler`` on each connection, in a thread per
     connection; handler exceptions are collected and reported when the test ends."""
 
-    def __init__(self, handler: Handler) -> None:
-        self._handler = handler
-        self._listener = socket.create_server(("127.0.0.1", 0))
-        self._listener.settimeout(0.05)
-        self.port: int = self._listener.getsockname()[1]
-        self.url = f"grpc://127.0.0.1:{self.port}"
-        self.peers: list[Peer] = []
-        self.errors: list[str] = []
-        self._threads: list[threading.Thread] = []
-        self._lock = threading.Lock()
-        self._stop = threading.Event()
-        self._acceptor = threading.Thread(target=self._accept, name="scripted-h2 accept")
-        self._acceptor.start()
+    scheme = "grpc"
+    name = "scripted-h2"
 
-    @property
-    def accepted(self) -> int:
-        """Connections accepted so far."""
-        return len(self.peers)
-
-    def finished(self, index: int, timeout: float = IO_TIMEOUT) -> bool:
-        """Wait until connection ``index``'s handler has returned; whether it has."""
-        with self._lock:
-            thread = self._threads[index]
-        thread.join(timeout)
-        return not thread.is_alive()
-
-    def _accept(self) -> None:
-        while not self._stop.is_set():
-            try:
-                sock, _ = self._listener.accept()
-            except TimeoutError:
-                continue
-            except OSError:
-                return
-            sock.settimeout(IO_TIMEOUT)
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            with self._lock:
-                peer = Peer(sock, len(self.peers))
-                thread = threading.Thread(
-                    target=self._serve, args=(peer,), name=f"scripted-h2 conn {peer.index}"
-                )
-                self.peers.append(peer)
-                self._threads.append(thread)
-            thread.start()
-
-    def _serve(self, peer: Peer) -> None:
-        try:
-            self._handler(peer)
-        except BaseException as exc:
-            self.errors.append(
-                f"handler of connection {peer.index}: "
-                + "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
-            )
-        finally:
-            peer.sock.close()
-
-    def close(self) -> list[str]:
-        """Stop accepting, end every handler, close every socket; returns the problems."""
-        self._stop.set()
-        self._acceptor.join(IO_TIMEOUT)
-        self._listener.close()
-        problems: list[str] = []
-        with self._lock:
-            pairs = list(zip(self._threads, self.peers, strict=True))
-        for thread, peer in pairs:
-            thread.join(2.0)
-            if thread.is_alive():  # the client left it waiting: wake it up
-                with contextlib.suppress(OSError):
-                    peer.sock.shutdown(socket.SHUT_RDWR)
-                thread.join(IO_TIMEOUT)
-                if thread.is_alive():
-                    problems.append(f"handler of connection {peer.index} did not finish")
-            peer.sock.close()
-        return self.errors + problems
+    def peer(self, sock: socket.socket, index: int) -> Peer:
+        return Peer(sock, index)
 
 
 class Runner:
@@ -580,26 +507,10 @@ class Runner:
             self._loop.close()
 
 
-@contextlib.contextmanager
-def scripted_servers() -> Iterator[Callable[[Handler], ScriptedServer]]:
+def scripted_servers() -> contextlib.AbstractContextManager[Callable[[Handler], ScriptedServer]]:
     """Starts scripted servers; at the end closes them and fails on handler errors (the
     ``serve`` fixtures of this module and of test_native_stream)."""
-    servers: list[ScriptedServer] = []
-
-    def start(handler: Handler) -> ScriptedServer:
-        server = ScriptedServer(handler)
-        servers.append(server)
-        return server
-
-    try:
-        yield start
-    except BaseException:
-        for server in servers:  # a failed test must not leave servers (and threads) behind
-            server.close()
-        raise
-    problems = [problem for server in servers for problem in server.close()]
-    if problems:
-        pytest.fail("scripted server:\n" + "\n".join(problems), pytrace=False)
+    return serving(ScriptedServer)
 
 
 Respond = Callable[[Peer, Request, int], None]

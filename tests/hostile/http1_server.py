@@ -19,19 +19,17 @@ import asyncio
 import contextlib
 import json
 import socket
-import threading
 import time
-import traceback
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from kserve_v2 import AsyncClient, Client
+from tests.hostile.threaded_server import IO_TIMEOUT, ThreadedServer, serving
 
-#: The server's sockets time out after this long: a test can fail, but never hang.
-IO_TIMEOUT = 5.0
-#: The clients' default call deadline.
+#: The clients' default call deadline (the server's sockets time out after IO_TIMEOUT: a
+#: test can fail, but never hang).
 CALL_TIMEOUT = 5.0
 #: Async calls are abandoned after this long even when the client's own deadline fails.
 GUARD = 20.0
@@ -168,95 +166,28 @@ class Peer:
 Handler = Callable[[Peer], None]
 
 
-class ScriptedServer:
+class ScriptedServer(ThreadedServer[Peer]):
     """A loopback TCP server running ``handler`` on each connection, in a thread per
-    connection; handler exceptions are collected and reported when the test ends."""
+    connection; handler exceptions are collected and reported when the test ends. A client
+    that goes away (``PeerClosed``, ``OSError``) is what hostile handlers expect sooner or
+    later, not an error."""
 
-    def __init__(self, handler: Handler) -> None:
-        self._handler = handler
-        self._listener = socket.create_server(("127.0.0.1", 0))
-        self._listener.settimeout(0.05)
-        self.port: int = self._listener.getsockname()[1]
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.peers: list[Peer] = []
-        self.errors: list[str] = []
-        self._threads: list[threading.Thread] = []
-        self._lock = threading.Lock()
-        self._stop = threading.Event()
-        self._acceptor = threading.Thread(target=self._accept, name="scripted-http1 accept")
-        self._acceptor.start()
+    scheme = "http"
+    name = "scripted-http1"
+    expected = (PeerClosed, OSError)
 
-    def _accept(self) -> None:
-        while not self._stop.is_set():
-            try:
-                sock, _ = self._listener.accept()
-            except TimeoutError:
-                continue
-            except OSError:
-                return
-            sock.settimeout(IO_TIMEOUT)
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            with self._lock:
-                peer = Peer(sock, len(self.peers))
-                thread = threading.Thread(
-                    target=self._serve, args=(peer,), name=f"scripted-http1 conn {peer.index}"
-                )
-                self.peers.append(peer)
-                self._threads.append(thread)
-            thread.start()
-
-    def _serve(self, peer: Peer) -> None:
-        try:
-            self._handler(peer)
-        except (PeerClosed, OSError):
-            pass  # the client went away: what hostile handlers expect sooner or later
-        except BaseException as exc:
-            self.errors.append(
-                f"handler of connection {peer.index}: "
-                + "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
-            )
-        finally:
-            peer.sock.close()
+    def peer(self, sock: socket.socket, index: int) -> Peer:
+        return Peer(sock, index)
 
     def requests(self) -> list[tuple[str, bytes]]:
         """Every request read so far, connection by connection."""
         with self._lock:
             return [request for peer in self.peers for request in peer.requests]
 
-    def close(self) -> list[str]:
-        """Stop accepting, end every handler, close every socket; returns the problems."""
-        self._stop.set()
-        self._acceptor.join(IO_TIMEOUT)
-        self._listener.close()
-        problems: list[str] = []
-        with self._lock:
-            pairs = list(zip(self._threads, self.peers, strict=True))
-        for thread, peer in pairs:
-            thread.join(2.0)
-            if thread.is_alive():  # the client left it waiting: wake it up
-                with contextlib.suppress(OSError):
-                    peer.sock.shutdown(socket.SHUT_RDWR)
-                thread.join(IO_TIMEOUT)
-                if thread.is_alive():
-                    problems.append(f"handler of connection {peer.index} did not finish")
-        return problems + self.errors
 
-
-@contextlib.contextmanager
-def scripted_servers() -> Iterator[Callable[[Handler], ScriptedServer]]:
+def scripted_servers() -> contextlib.AbstractContextManager[Callable[[Handler], ScriptedServer]]:
     """Starts scripted servers; at the end closes them and fails on handler errors."""
-    servers: list[ScriptedServer] = []
-
-    def start(handler: Handler) -> ScriptedServer:
-        server = ScriptedServer(handler)
-        servers.append(server)
-        return server
-
-    try:
-        yield start
-    finally:
-        problems = [problem for server in servers for problem in server.close()]
-    assert not problems, "\n".join(problems)
+    return serving(ScriptedServer)
 
 
 class Runner:
