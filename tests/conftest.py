@@ -185,17 +185,37 @@ def _wedged_server() -> TritonServer | None:
     return None
 
 
+#: One line per restart, printed in the session's summary. Not a warning: a test module that
+#: turns warnings into errors (``filterwarnings("error")``) made the notice itself fail the
+#: session (an INTERNALERROR) while the hook was restarting its server.
+_RESTARTS: list[str] = []
+
+
 def _restart(server: TritonServer, item: pytest.Item, what: str) -> None:
-    item.warn(
-        pytest.PytestWarning(f"Triton 2.51 {what}; restarting the server (log: {server.log_path})")
-    )
+    _RESTARTS.append(f"{item.nodeid}: Triton 2.51 {what}; restarted it (log: {server.log_path})")
     server.stop()
     server.start()
 
 
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    if _RESTARTS:
+        terminalreporter.section("Triton restarts (Triton 2.51's known gRPC stream race)")
+        for line in _RESTARTS:
+            terminalreporter.write_line(line)
+
+
+def _uses_triton(item: pytest.Item) -> bool:
+    """Whether ``item`` may talk to the session Triton: through its fixtures, or through
+    ``request.getfixturevalue`` (the compat programs), which only its marker shows."""
+    names = set(getattr(item, "fixturenames", ()))
+    return bool({"triton", "triton_factory"} & names) or (
+        item.get_closest_marker("integration") is not None
+    )
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> bool | None:
-    if not {"triton", "triton_factory"} & set(getattr(item, "fixturenames", ())):
+    if not _uses_triton(item):
         return None  # pytest's own protocol
     from _pytest.runner import runtestprotocol
 
