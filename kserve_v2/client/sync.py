@@ -936,8 +936,9 @@ class Client(ClientBase):
         Server-Sent Events; HTTP only), one dict per event, as they arrive.
 
         It returns the stream at once; the request is sent when iteration starts.
-        ``timeout`` bounds the wait for the response head and then for each next piece of
-        the stream, not the whole stream. An error event raises
+        ``timeout`` bounds the wait for the response head and then for each next event
+        (bytes that complete no event, such as comments, do not extend it; the time your
+        loop spends between events does not count), not the whole stream. An error event raises
         :class:`~kserve_v2.errors.ServerError`. Stopping early (``break`` inside
         ``with``, ``close()``) closes the connection. With ``max_concurrency`` the
         stream holds one slot until it ends.

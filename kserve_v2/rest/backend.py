@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import functools
 import json
+import math
 import time
 from collections.abc import AsyncGenerator, Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -37,7 +38,7 @@ from kserve_v2.arguments import (
 from kserve_v2.backend import Call, MetadataProbe
 from kserve_v2.datatypes import BytesLike
 from kserve_v2.endpoint import Endpoint
-from kserve_v2.errors import InvalidInputError, ProtocolError, ServerError
+from kserve_v2.errors import DeadlineExceededError, InvalidInputError, ProtocolError, ServerError
 from kserve_v2.hooks import WireHook, WireMessage
 from kserve_v2.interfaces import AsyncTransport, HTTPRequest, HTTPResponse, Transport
 from kserve_v2.messages import (
@@ -351,11 +352,30 @@ class HTTPStreamCall(Generic[T]):
     raises for errors. Closing the generator early closes the response (its connection is
     dropped, not reused). The wire hook sees the request, then one ``receive`` message with
     the bytes read when the stream ends, fails or is closed.
+
+    The request's timeout bounds the wait for each next event, not only for each next read
+    (which the transport bounds): a server that keeps sending bytes without completing an
+    event (one trickled a byte at a time, comments for ever) fails the stream with
+    :class:`~kserve_v2.errors.DeadlineExceededError` once that long has passed since the
+    head or the last event. The caller's own time between events does not count.
     """
 
     request: HTTPRequest
     decode_event: Callable[[ServerSentEvent, int], T]
     decode_whole: Callable[[HTTPResponse], T]
+    #: The server, named in a deadline error.
+    url: str = ""
+
+    def _deadline(self) -> float:
+        timeout = self.request.timeout
+        return math.inf if timeout is None else time.monotonic() + timeout
+
+    def _expired(self) -> DeadlineExceededError:
+        return DeadlineExceededError(
+            f"no complete server-sent event within the {self.request.timeout} s timeout "
+            "(the server sent bytes, but no event)",
+            url=self.url,
+        )
 
     def stream(self, transport: Transport, hook: WireHook | None) -> Generator[T, None, None]:
         started = _hook_send(hook, self.request) if hook is not None else 0.0
@@ -372,11 +392,17 @@ class HTTPStreamCall(Generic[T]):
                     yield self.decode_whole(HTTPResponse(status, response.headers, body))
                     return
                 decoder = SSEDecoder()
+                deadline = self._deadline()
                 for piece in response.iter_bytes():
                     if hook is not None:
                         received.append(piece)
-                    for event in decoder.feed(piece):
-                        yield self.decode_event(event, status)
+                    events = decoder.feed(piece)
+                    if events:
+                        for event in events:
+                            yield self.decode_event(event, status)
+                        deadline = self._deadline()
+                    elif time.monotonic() >= deadline:
+                        raise self._expired()
                 _check_stream_end(decoder)
         except GeneratorExit:
             raise  # the caller stopped early: not a failure
@@ -404,11 +430,17 @@ class HTTPStreamCall(Generic[T]):
                     yield self.decode_whole(HTTPResponse(status, response.headers, body))
                     return
                 decoder = SSEDecoder()
+                deadline = self._deadline()
                 async for piece in response.aiter_bytes():
                     if hook is not None:
                         received.append(piece)
-                    for event in decoder.feed(piece):
-                        yield self.decode_event(event, status)
+                    events = decoder.feed(piece)
+                    if events:
+                        for event in events:
+                            yield self.decode_event(event, status)
+                        deadline = self._deadline()
+                    elif time.monotonic() >= deadline:
+                        raise self._expired()
                 _check_stream_end(decoder)
         except GeneratorExit:
             raise
@@ -1021,7 +1053,7 @@ class HTTPBackend:
         call = self.post(
             target, _generate_result, body, headers=headers, query=query, timeout=timeout
         )
-        return HTTPStreamCall(call.request, _generate_event, _generate_result)
+        return HTTPStreamCall(call.request, _generate_event, _generate_result, str(self.endpoint))
 
     def metrics(
         self,

@@ -3,14 +3,14 @@
 :class:`ScriptedServer` is a real TCP server in a thread: each connection it accepts runs the
 test's handler with a :class:`Peer`, which reads requests and writes whatever bytes the test
 wants (malformed ones above all). :class:`Runner` drives one client of it through the public
-API, an inference with :class:`~kserve_v2.Client` or :class:`~kserve_v2.AsyncClient` (on an
-event loop of its own, so one test body drives both) over one of the HTTP/1.1 transports:
-the default ones (``stdlib``, ``aio``) or httpx's (``httpx``, ``ahttpx``). No socket read on
-either side can wait for ever: the server's sockets time out after ``IO_TIMEOUT``, every call
-has a deadline, async calls a guard.
+API, an inference (or a ``generate_stream``) with :class:`~kserve_v2.Client` or
+:class:`~kserve_v2.AsyncClient` (on an event loop of its own, so one test body drives both)
+over one of the HTTP/1.1 transports: the default ones (``stdlib``, ``aio``) or httpx's
+(``httpx``, ``ahttpx``). No socket read on either side can wait for ever: the server's
+sockets time out after ``IO_TIMEOUT``, every call has a deadline, async calls a guard.
 
-Used by ``tests/hostile/test_http1_attacks.py`` (the table of attacks, with the invariants
-every one must keep).
+Used by ``tests/hostile/test_http1_attacks.py`` and ``tests/hostile/test_http1_stream_attacks.py``
+(the tables of attacks, with the invariants every one must keep).
 """
 
 from __future__ import annotations
@@ -49,6 +49,10 @@ GOOD_BODY = json.dumps(
     }
 ).encode()
 GOOD_OUTPUT = [2, 4, 6]
+#: The generate_stream request every stream call makes.
+PAYLOAD = {"text_input": "hi"}
+#: Events a stream call reads at most before it stops early (a server may never end one).
+STREAM_MOST = 1000
 
 
 def head(status: str = "200 OK", *headers: str) -> bytes:
@@ -239,6 +243,35 @@ class Runner:
         output: list[int] = result.as_numpy("OUT").tolist()
         return output
 
+    def generate_stream(
+        self, *, timeout: float = CALL_TIMEOUT, most: int = STREAM_MOST, pause: float = 0.0
+    ) -> list[dict[str, Any]]:
+        """One ``generate_stream`` read to its end, or to ``most`` events (then closed early:
+        the client drops the connection); the events it got. ``pause``: seconds the caller
+        spends on each event (as a slow consumer would) before it asks for the next."""
+        if self._loop is None:
+            events: list[dict[str, Any]] = []
+            with self._client.generate_stream(MODEL, PAYLOAD, timeout=timeout) as stream:
+                for event in stream:
+                    events.append(event)
+                    if len(events) >= most:
+                        break
+                    time.sleep(pause)
+            return events
+
+        async def read() -> list[dict[str, Any]]:
+            events: list[dict[str, Any]] = []
+            async with self._client.generate_stream(MODEL, PAYLOAD, timeout=timeout) as stream:
+                async for event in stream:
+                    events.append(event)
+                    if len(events) >= most:
+                        break
+                    await asyncio.sleep(pause)
+            return events
+
+        result: list[dict[str, Any]] = self._run(read())
+        return result
+
     def close(self) -> None:
         if self._loop is None:
             self._client.close()
@@ -253,3 +286,63 @@ class Runner:
             self._loop.run_until_complete(self._loop.shutdown_default_executor())
         finally:
             self._loop.close()
+
+
+# ---------------------------------------------------------------------------- attack parts
+
+#: What the server does with the first connection.
+Act = Callable[[Peer], None]
+
+
+def answer(*steps: Callable[[Peer], object]) -> Act:
+    """An attack on the first request: read it, then ``steps`` in order."""
+
+    def act(peer: Peer) -> None:
+        peer.read_request()
+        for step in steps:
+            step(peer)
+
+    return act
+
+
+def send(raw: bytes) -> Callable[[Peer], None]:
+    return lambda peer: peer.send(raw)
+
+
+def fin(peer: Peer) -> None:
+    peer.send_fin()
+
+
+def stall(peer: Peer) -> None:
+    """Say nothing more until the client gives up and closes."""
+    assert peer.wait_closed(), "the client never closed the connection"
+
+
+def flood(raw: bytes) -> Callable[[Peer], None]:
+    """Send ``raw`` again and again, never reading, until the client hangs up."""
+
+    def step(peer: Peer) -> None:
+        assert peer.flood(raw), "the client never closed the connection"
+
+    return step
+
+
+def trickle(raw: bytes, pause: float = 0.05) -> Callable[[Peer], None]:
+    """Slowloris: ``raw`` a byte at a time; the client must give up at its deadline."""
+
+    def step(peer: Peer) -> None:
+        assert peer.trickle(raw, pause), "the client never closed the connection"
+
+    return step
+
+
+def attacked(act: Act) -> Callable[[Peer], None]:
+    """The server: ``act`` on the first connection, then its requests served well (if the
+    client kept it); every later connection well-behaved."""
+
+    def handler(peer: Peer) -> None:
+        if peer.index == 0:
+            act(peer)
+        peer.serve()
+
+    return handler

@@ -23,7 +23,6 @@ from __future__ import annotations
 import gzip
 import threading
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -40,11 +39,19 @@ from tests.hostile.http1_server import (
     GOOD_OUTPUT,
     GOOD_RESPONSE,
     KINDS,
+    Act,
     Peer,
     Runner,
+    answer,
+    attacked,
+    fin,
+    flood,
     head,
     response,
     scripted_servers,
+    send,
+    stall,
+    trickle,
 )
 from tests.hostile.invariants import memory_growth, open_fds
 
@@ -59,7 +66,6 @@ STALL = 0.5
 #: max_response_size for the attacks that send more than that.
 LIMIT = 1 << 20
 
-Act = Callable[[Peer], None]
 Expect = type[KServeError] | tuple[type[KServeError], ...] | None
 
 
@@ -83,48 +89,6 @@ class Attack:
 
 
 # ---------------------------------------------------------------------------- attack parts
-
-
-def answer(*steps: Callable[[Peer], object]) -> Act:
-    """An attack on the first request: read it, then ``steps`` in order."""
-
-    def act(peer: Peer) -> None:
-        peer.read_request()
-        for step in steps:
-            step(peer)
-
-    return act
-
-
-def send(raw: bytes) -> Callable[[Peer], None]:
-    return lambda peer: peer.send(raw)
-
-
-def fin(peer: Peer) -> None:
-    peer.send_fin()
-
-
-def stall(peer: Peer) -> None:
-    """Say nothing more until the client gives up and closes."""
-    assert peer.wait_closed(), "the client never closed the connection"
-
-
-def flood(raw: bytes) -> Callable[[Peer], None]:
-    """Send ``raw`` again and again, never reading, until the client hangs up."""
-
-    def step(peer: Peer) -> None:
-        assert peer.flood(raw), "the client never closed the connection"
-
-    return step
-
-
-def trickle(raw: bytes, pause: float = 0.05) -> Callable[[Peer], None]:
-    """Slowloris: ``raw`` a byte at a time; the client must give up at its deadline."""
-
-    def step(peer: Peer) -> None:
-        assert peer.trickle(raw, pause), "the client never closed the connection"
-
-    return step
 
 
 def gzip_bomb(size: int = 64 << 20) -> bytes:
@@ -352,18 +316,6 @@ SLOW = {("header-trickle", "httpx"), ("interim-response-flood", "httpx")}
 
 
 # -------------------------------------------------------------------------------- the runs
-
-
-def attacked(act: Act) -> Callable[[Peer], None]:
-    """The server: ``act`` on the first connection, then its requests served well (if the
-    client kept it); every later connection well-behaved."""
-
-    def handler(peer: Peer) -> None:
-        if peer.index == 0:
-            act(peer)
-        peer.serve()
-
-    return handler
 
 
 CASES = [
