@@ -482,10 +482,21 @@ class ResponseParser:
         self._process()
         return self._state == _DONE
 
-    def eof_received(self) -> None:
-        """The peer closed its side. Completes an until-EOF body, else raises ProtocolError."""
+    def eof_received(self, clean: bool = True) -> None:
+        """The peer closed its side. Completes an until-EOF body, else raises ProtocolError.
+
+        ``clean=False``: the connection is TLS and ended without ``close_notify``. A body
+        framed by the end of the connection is then refused, since whoever can cut the TCP
+        connection could have shortened it (RFC 9112 section 9.8); bodies framed by
+        Content-Length or chunked coding are complete when their framing says so.
+        """
         state = self._state
         if state == _UNTIL_EOF:
+            if not clean:
+                raise ProtocolError(
+                    "the response body runs to the end of the connection, and the TLS "
+                    "connection ended without close_notify: it may have been cut short"
+                )
             self.keep_alive = False
             self._finish()
             return

@@ -912,3 +912,39 @@ def test_a_streamed_stacked_bomb_is_refused_at_the_default_limit() -> None:
     assert len(bomb) < 4096  # 80 MiB twice gzipped
     with pytest.raises(ProtocolError, match=f"more than {DEFAULT_MAX_DECODED_PIECE} bytes"):
         StreamDecoder("gzip, gzip").decode(bomb)
+
+
+# -- a TLS connection that ends without close_notify (RFC 9112 section 9.8) --------------------
+
+
+def test_an_until_eof_body_ended_without_close_notify_is_refused() -> None:
+    parser = ResponseParser()
+    assert feed(parser, [b"HTTP/1.1 200 OK\r\n\r\nsome body"]) == b""
+    with pytest.raises(ProtocolError, match="without close_notify"):
+        parser.eof_received(clean=False)
+    assert not parser.done
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b"HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nbody",
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n4\r\nbody\r\n0\r\n\r\n",
+    ],
+    ids=["content-length", "chunked"],
+)
+def test_a_framed_body_is_complete_however_tls_ends(raw: bytes) -> None:
+    parser = ResponseParser()
+    feed(parser, [raw])
+    assert parser.done
+    parser.eof_received(clean=False)  # the framing said where the body ends
+    assert bytes(parser.body) == b"body"
+    assert not parser.keep_alive
+
+
+def test_a_truncation_is_the_same_error_whatever_the_close() -> None:
+    for clean in (True, False):
+        parser = ResponseParser()
+        feed(parser, [b"HTTP/1.1 200 OK\r\nContent-Length: 9\r\n\r\nbody"])
+        with pytest.raises(ProtocolError, match="5 of 9 bytes still missing"):
+            parser.eof_received(clean=clean)

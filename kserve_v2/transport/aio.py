@@ -12,6 +12,7 @@ is shared with the sync transport (:mod:`kserve_v2.http1`, :mod:`.sockets`).
 from __future__ import annotations
 
 import asyncio
+import ssl
 import sys
 from collections import deque
 from collections.abc import AsyncIterator, Callable
@@ -70,6 +71,7 @@ class _Connection(asyncio.BufferedProtocol):
         self.broken = False  # closed, reset or otherwise not reusable
         self.reused = False
         self.tls = False
+        self.eof = False  # the transport reported the end of the peer's data
         self.write_paused = False
         self.read_paused = False
         # Whether the socket has something to read (set once connected; see looks_dead).
@@ -114,13 +116,16 @@ class _Connection(asyncio.BufferedProtocol):
             self._wake()
 
     def eof_received(self) -> bool:
-        self._closed(None)
+        self.eof = True
+        self._closed(None, clean=self._clean_end())
         return False  # let the transport close itself
 
     def connection_lost(self, exc: Exception | None) -> None:
         if not self.lost.done():
             self.lost.set_result(None)
-        self._closed(exc)
+        # uvloop ends a TLS connection that lost its TCP connection without close_notify
+        # with connection_lost alone: no eof_received means no proper end.
+        self._closed(exc, clean=self.eof or not self.tls)
         if self.timer is not None:
             self.timer.cancel()
             self.timer = None
@@ -156,7 +161,26 @@ class _Connection(asyncio.BufferedProtocol):
             drain.set_result(None)
         self.abort()
 
-    def _closed(self, exc: Exception | None) -> None:
+    def _clean_end(self) -> bool:
+        """Whether the end of data was a proper one: any end of plain TCP; for TLS, one that
+        came with ``close_notify`` (see ResponseParser.eof_received). asyncio reports both
+        ends of TLS with eof_received; its SSL object tells them apart: after the alert a
+        read gives b"" (or SSLZeroReturnError), after a bare TCP end it wants more input.
+        Nothing is left in it to read by then (the loop hands over all data first)."""
+        if not self.tls or self.transport is None:
+            return True
+        sslobj = self.transport.get_extra_info("ssl_object")
+        if sslobj is None or sslobj.pending():
+            return True
+        try:
+            sslobj.read(1)
+        except (ssl.SSLWantReadError, ssl.SSLEOFError):
+            return False
+        except (ssl.SSLError, OSError, ValueError):
+            return True  # closed or shut down in a way that says nothing more
+        return True
+
+    def _closed(self, exc: Exception | None, clean: bool = True) -> None:
         if self.broken and self.parser.idle:
             return
         self.broken = True
@@ -174,7 +198,7 @@ class _Connection(asyncio.BufferedProtocol):
             self._fail(error)
             return
         try:
-            parser.eof_received()
+            parser.eof_received(clean)
         except ProtocolError as perr:
             self._fail(perr)
             return

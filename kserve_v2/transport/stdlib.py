@@ -218,6 +218,12 @@ class _Connection:
                 n = recv_into(parser.get_buffer())
             except (TimeoutError, BlockingIOError) as exc:  # BlockingIOError: SO_RCVTIMEO
                 raise DeadlineExceededError("request timed out waiting for the response") from exc
+            except ssl.SSLEOFError as exc:
+                # TLS ended without close_notify (the socket does not hide it, see _connect).
+                if not parser.got_bytes:
+                    raise NoResponse from exc
+                parser.eof_received(clean=False)
+                return
             except CONNECTION_LOST as exc:
                 if not parser.got_bytes:
                     raise NoResponse from exc
@@ -399,7 +405,13 @@ class HTTPTransport(PooledTransport[_Pool], ClosesOnExit):
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             ctx = self._tls_context(origin)
             if ctx is not None:
-                sock = ctx.wrap_socket(sock, server_hostname=self._server_hostname or origin.host)
+                # Not suppress_ragged_eofs: a TLS connection that ends without close_notify
+                # must be told from one that ends properly (see ResponseParser.eof_received).
+                sock = ctx.wrap_socket(
+                    sock,
+                    server_hostname=self._server_hostname or origin.host,
+                    suppress_ragged_eofs=False,
+                )
         except OSError as exc:  # ssl.SSLError included
             sock.close()
             raise connect_error(exc, origin, handshake=True) from exc

@@ -17,15 +17,17 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import socket
+import ssl
 import time
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from kserve_v2 import AsyncClient, Client
+from kserve_v2 import AsyncClient, Client, TLSOptions
 from tests.hostile.threaded_server import IO_TIMEOUT, ThreadedServer, serving
 
 #: The clients' default call deadline (the server's sockets time out after IO_TIMEOUT: a
@@ -37,7 +39,10 @@ GUARD = 20.0
 FLOOD_LIMIT = 20.0
 #: The transports: the package's own (sync, asyncio), and httpx's (sync, asyncio).
 KINDS = ("stdlib", "aio", "httpx", "ahttpx")
-ASYNC_KINDS = frozenset({"aio", "ahttpx"})
+#: The package's asyncio transport on uvloop, whose TLS reports a connection's end
+#: differently (the TLS table runs it too).
+UVLOOP_KIND = "aio-uvloop"
+ASYNC_KINDS = frozenset({"aio", "ahttpx", UVLOOP_KIND})
 
 MODEL = "m"
 #: The inference every call makes, and the answer a well-behaved server gives.
@@ -84,6 +89,8 @@ class Peer:
         self.buf = bytearray()
         #: The requests read on this connection: (request line, body).
         self.requests: list[tuple[str, bytes]] = []
+        #: The server's TLS context (https servers only).
+        self.tls_context: ssl.SSLContext | None = None
 
     def _fill(self) -> None:
         data = self.sock.recv(65536)
@@ -112,6 +119,26 @@ class Peer:
 
     def send(self, data: bytes) -> None:
         self.sock.sendall(data)
+
+    def start_tls(self) -> None:
+        """Take the client's TLS handshake; the connection speaks TLS from then on."""
+        assert self.tls_context is not None, "not a TLS server's connection"
+        self.sock = self.tls_context.wrap_socket(self.sock, server_side=True)
+
+    def close_tls(self) -> None:
+        """Say TLS's ``close_notify`` and nothing more: no TCP FIN, no waiting for the
+        client's own alert (a server ends a response framed by the end of the connection
+        so, then closes when the client does). :meth:`send_fin` on a TLS connection is the
+        abrupt close instead, with no ``close_notify``: what a truncation looks like."""
+        sock = self.sock
+        assert isinstance(sock, ssl.SSLSocket)
+        sock.setblocking(False)
+        try:
+            sock.unwrap()  # sends the alert, then wants the client's: not waited for
+        except (ssl.SSLWantReadError, ssl.SSLWantWriteError):
+            pass
+        finally:
+            sock.settimeout(IO_TIMEOUT)
 
     def send_fin(self) -> None:
         """Close our side of the connection (the client reads its end)."""
@@ -194,11 +221,38 @@ def scripted_servers() -> contextlib.AbstractContextManager[Callable[[Handler], 
     return serving(ScriptedServer)
 
 
+class TLSScriptedServer(ScriptedServer):
+    """A :class:`ScriptedServer` with an ``https`` URL: its handlers start TLS themselves
+    (:meth:`Peer.start_tls`, with ``context``), so that an attack can also stall or garble
+    the handshake."""
+
+    scheme = "https"
+    name = "scripted-https"
+
+    def __init__(self, handler: Handler, context: ssl.SSLContext) -> None:
+        self.context = context
+        super().__init__(handler)
+
+    def peer(self, sock: socket.socket, index: int) -> Peer:
+        peer = Peer(sock, index)
+        peer.tls_context = self.context
+        return peer
+
+
+def scripted_tls_servers(
+    context: ssl.SSLContext,
+) -> contextlib.AbstractContextManager[Callable[[Handler], TLSScriptedServer]]:
+    """Starts ``https`` scripted servers whose handshakes use ``context`` (see
+    :func:`scripted_servers`)."""
+    return serving(functools.partial(TLSScriptedServer, context=context))
+
+
 class Runner:
     """One client of the scripted server, called synchronously: a :class:`Client`, or an
     :class:`AsyncClient` on an event loop of its own (each call runs the loop until done),
     over the HTTP/1.1 transport ``kind``. ``options``: the client's (the transport's, for
-    httpx: ``timeout``, ``max_response_size``)."""
+    httpx: ``timeout``, ``max_response_size``), and ``ca_file``, the CA an ``https`` server's
+    certificate is checked against."""
 
     def __init__(self, kind: str, url: str, **options: Any) -> None:
         options.setdefault("timeout", CALL_TIMEOUT)
@@ -212,10 +266,12 @@ class Runner:
             transport_class = AsyncHTTPXTransport if kind in ASYNC_KINDS else HTTPXTransport
             transport_options = {
                 key: options.pop(key)
-                for key in ("timeout", "connect_timeout", "max_response_size")
+                for key in ("timeout", "connect_timeout", "max_response_size", "ca_file")
                 if key in options
             }
             options["transport"] = lambda: transport_class(url, **transport_options)
+        elif "ca_file" in options:  # https: trust the scripted server's CA
+            options["tls"] = TLSOptions(ca_file=options.pop("ca_file"))
         # A transport passed in is the caller's to close.
         self._transport: Any = None
         if kind not in ASYNC_KINDS:
@@ -223,7 +279,12 @@ class Runner:
                 options["transport"] = self._transport = options["transport"]()
             self._client = Client(url, binary=False, **options)
             return
-        self._loop = asyncio.new_event_loop()
+        if kind == UVLOOP_KIND:
+            import uvloop
+
+            self._loop = uvloop.new_event_loop()
+        else:
+            self._loop = asyncio.new_event_loop()
 
         async def make() -> AsyncClient:
             if "transport" in options:

@@ -196,6 +196,9 @@ ATTACKS: dict[str, StreamAttack] = {
         answer(send(sse_head()), flood(event(EVENT_A) * 100)),
         None,
         events=[EVENT_A] * STREAM_MOST,
+        # The asyncio transport reads up to 256 pieces (of at most 64 KiB) ahead of the
+        # consumer before it stops reading: up to 16 MiB against a flood.
+        memory=20 << 20,
     ),
 }
 
