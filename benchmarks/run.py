@@ -66,6 +66,13 @@ def _metrics(scenario: Scenario) -> list[Metric]:
         Metric("cpu_us", f"client CPU µs/{unit}"),
         Metric("sys_us", f"of which system (kernel) µs/{unit}"),
     ]
+    if not scenario.large:
+        # What a small request's CPU depends on most here: a thread that sleeps between
+        # responses, or is preempted by the server, runs cold when it wakes (see README).
+        metrics += [
+            Metric("sleeps", f"sleeps per {unit} (voluntary context switches)"),
+            Metric("preemptions", f"preemptions per {unit} (involuntary context switches)"),
+        ]
     if scenario.kind == "stream":
         metrics.append(Metric("model_units_per_s", "the model's own send rate, resp/s"))
     if scenario.large:
@@ -107,6 +114,8 @@ class Runs:
             "p99_ms": float(np.percentile(latencies_ms, 99)),
             "cpu_us": median([r["cpu_s"] / r["units"] * 1e6 for r in self.results]),
             "sys_us": median([r["system_s"] / r["units"] * 1e6 for r in self.results]),
+            "sleeps": median([r["sleeps"] / r["units"] for r in self.results]),
+            "preemptions": median([r["preemptions"] / r["units"] for r in self.results]),
             "mb_per_s": median([r["bytes_moved"] / r["wall_s"] / 1e6 for r in self.results]),
             "peak_rss_mib": median([r["peak_rss"] / MIB for r in self.results]),
             "rss_growth_mib": median(

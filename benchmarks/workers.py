@@ -456,7 +456,9 @@ def _peak_rss_bytes() -> int:
 
 class _Clock:
     """Wall time and the process's CPU time (all threads): ``process_time`` for the total,
-    ``getrusage`` for its split into user and system (``os.times`` ticks only every 10 ms)."""
+    ``getrusage`` for its split into user and system (``os.times`` ticks only every 10 ms)
+    and the context switches: voluntary ones (a thread went to sleep waiting) and involuntary
+    ones (the kernel preempted a thread that could have run on, for the server here)."""
 
     def __init__(self) -> None:
         self._usage = resource.getrusage(resource.RUSAGE_SELF)
@@ -472,6 +474,8 @@ class _Clock:
             "cpu_s": cpu,
             "user_s": usage.ru_utime - self._usage.ru_utime,
             "system_s": usage.ru_stime - self._usage.ru_stime,
+            "sleeps": usage.ru_nvcsw - self._usage.ru_nvcsw,
+            "preemptions": usage.ru_nivcsw - self._usage.ru_nivcsw,
         }
 
 
