@@ -55,16 +55,36 @@ def loop_of(mode: str) -> str:
     return "uvloop" if mode.endswith("-uvloop") else "asyncio"
 
 
+#: Seconds after which a test's loop cancels every task it runs. pytest-timeout (300 s) cannot
+#: end a hung async test on its own: on uvloop its SIGALRM never reaches Python while the loop
+#: waits (libuv retries epoll_wait after the signal without returning), and on asyncio's loop
+#: the exception it raises is swallowed when it lands in a callback. Seen in CI: a stream test
+#: on uvloop waited for ever. The loops made here are one test's (function scope).
+WATCHDOG = 240.0
+
+
+def _arm_watchdog(loop: asyncio.AbstractEventLoop) -> None:
+    def expire() -> None:
+        for task in asyncio.all_tasks(loop):
+            task.cancel(f"tests/loops.py watchdog: the test ran on this loop for {WATCHDOG} s")
+
+    loop.call_later(WATCHDOG, expire)
+
+
 def new_event_loop(kind: str = "asyncio") -> asyncio.AbstractEventLoop:
-    """A new event loop of ``kind`` (not set as the thread's current loop)."""
+    """A new event loop of ``kind`` (not set as the thread's current loop), whose tasks are
+    cancelled after :data:`WATCHDOG` seconds."""
+    loop: asyncio.AbstractEventLoop
     if kind == "asyncio":
-        return asyncio.new_event_loop()
-    if kind == "uvloop":
+        loop = asyncio.new_event_loop()
+    elif kind == "uvloop":
         import uvloop
 
-        loop: asyncio.AbstractEventLoop = uvloop.new_event_loop()
-        return loop
-    raise ValueError(f"unknown event loop kind {kind!r}")
+        loop = uvloop.new_event_loop()
+    else:
+        raise ValueError(f"unknown event loop kind {kind!r}")
+    _arm_watchdog(loop)
+    return loop
 
 
 def run(main: Coroutine[Any, Any, T], kind: str = "asyncio") -> T:
