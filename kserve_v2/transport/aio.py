@@ -117,15 +117,16 @@ class _Connection(asyncio.BufferedProtocol):
 
     def eof_received(self) -> bool:
         self.eof = True
-        self._closed(None, clean=self._clean_end())
+        self._closed(None, clean=self._clean_end() is not False)
         return False  # let the transport close itself
 
     def connection_lost(self, exc: Exception | None) -> None:
         if not self.lost.done():
             self.lost.set_result(None)
-        # uvloop ends a TLS connection that lost its TCP connection without close_notify
-        # with connection_lost alone: no eof_received means no proper end.
-        self._closed(exc, clean=self.eof or not self.tls)
+        # Without eof_received first, a TLS end is proper only if the SSL object saw the
+        # alert: uvloop reports a TCP end without close_notify with connection_lost alone,
+        # Python 3.10's asyncio a close_notify without the TCP end.
+        self._closed(exc, clean=self.eof or not self.tls or self._clean_end() is True)
         if self.timer is not None:
             self.timer.cancel()
             self.timer = None
@@ -161,23 +162,26 @@ class _Connection(asyncio.BufferedProtocol):
             drain.set_result(None)
         self.abort()
 
-    def _clean_end(self) -> bool:
+    def _clean_end(self) -> bool | None:
         """Whether the end of data was a proper one: any end of plain TCP; for TLS, one that
         came with ``close_notify`` (see ResponseParser.eof_received). asyncio reports both
         ends of TLS with eof_received; its SSL object tells them apart: after the alert a
         read gives b"" (or SSLZeroReturnError), after a bare TCP end it wants more input.
-        Nothing is left in it to read by then (the loop hands over all data first)."""
+        Nothing is left in it to read by then (the loop hands over all data first).
+        None: it cannot tell (no SSL object, or one shut down in a way that says nothing)."""
         if not self.tls or self.transport is None:
             return True
         sslobj = self.transport.get_extra_info("ssl_object")
         if sslobj is None or sslobj.pending():
-            return True
+            return None
         try:
             sslobj.read(1)
+        except ssl.SSLZeroReturnError:
+            return True
         except (ssl.SSLWantReadError, ssl.SSLEOFError):
             return False
         except (ssl.SSLError, OSError, ValueError):
-            return True  # closed or shut down in a way that says nothing more
+            return None
         return True
 
     def _closed(self, exc: Exception | None, clean: bool = True) -> None:
