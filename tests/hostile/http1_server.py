@@ -9,8 +9,11 @@ over one of the HTTP/1.1 transports: the default ones (``stdlib``, ``aio``) or h
 (``httpx``, ``ahttpx``). No socket read on either side can wait for ever: the server's
 sockets time out after ``IO_TIMEOUT``, every call has a deadline, async calls a guard.
 
-Used by ``tests/hostile/test_http1_attacks.py`` and ``tests/hostile/test_http1_stream_attacks.py``
-(the tables of attacks, with the invariants every one must keep).
+:class:`Attack` says what a hostile server does and what each transport must make of it;
+:func:`run_attack` makes one attacked call and checks the invariants every table keeps (see
+:mod:`tests.hostile.invariants`). Used by ``tests/hostile/test_http1_attacks.py`` (inferences),
+``test_http1_stream_attacks.py`` (``generate_stream``) and ``test_http1_tls_attacks.py`` (over
+TLS).
 """
 
 from __future__ import annotations
@@ -23,11 +26,14 @@ import socket
 import ssl
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import pytest
 
 from kserve_v2 import AsyncClient, Client, TLSOptions
+from tests.hostile.invariants import Expect, attacked_call, nothing_left_behind
 from tests.hostile.threaded_server import IO_TIMEOUT, ThreadedServer, serving
 
 #: The clients' default call deadline (the server's sockets time out after IO_TIMEOUT: a
@@ -58,6 +64,9 @@ GOOD_OUTPUT = [2, 4, 6]
 PAYLOAD = {"text_input": "hi"}
 #: Events a stream call reads at most before it stops early (a server may never end one).
 STREAM_MOST = 1000
+#: Memory a call may add (tracemalloc peak) unless its attack says otherwise: the largest
+#: legitimate buffers of an attack call are a 1 MiB first body buffer and a 64 KiB head.
+MEMORY = 4 << 20
 
 
 def head(status: str = "200 OK", *headers: str) -> bytes:
@@ -407,3 +416,69 @@ def attacked(act: Act) -> Callable[[Peer], None]:
         peer.serve()
 
     return handler
+
+
+# ------------------------------------------------------------------------------ the tables
+
+
+@dataclass(frozen=True)
+class Attack:
+    """What a hostile server does, and what each transport must make of it."""
+
+    act: Act
+    #: The error every kind gets (None: the call succeeds).
+    error: Expect
+    #: Per-kind exceptions to ``error``.
+    errors: dict[str, Expect] = field(default_factory=dict)
+    #: The call's timeout.
+    timeout: float = 5.0
+    memory: int = MEMORY
+    #: Client options (e.g. a response size limit).
+    options: dict[str, Any] = field(default_factory=dict)
+    #: What a stream that succeeds yields (None: the table's good events).
+    events: list[dict[str, Any]] | None = None
+
+    def expected(self, kind: str) -> Expect:
+        return self.errors.get(kind, self.error)
+
+
+def require(kind: str) -> None:
+    """Skip a case whose transport's extra is not installed."""
+    if kind.endswith("httpx"):
+        pytest.importorskip("httpx", reason="the 'httpx' extra is not installed")
+    if kind == UVLOOP_KIND:
+        uvloop = pytest.importorskip("uvloop", reason="the 'uvloop' extra is not installed")
+        # libuv keeps a descriptor open for the process once its first loop ran: not ours.
+        uvloop.new_event_loop().close()
+
+
+def run_attack(
+    kind: str,
+    attack: Attack,
+    call: Callable[[Runner, float], object],
+    good: object,
+    servers: Callable[
+        [], contextlib.AbstractContextManager[Callable[[Handler], ScriptedServer]]
+    ] = scripted_servers,
+    handler: Callable[[Act], Handler] = attacked,
+    **options: Any,
+) -> None:
+    """One case of a table: ``call(runner, timeout)`` with a ``kind`` client of a server that
+    ``handler`` makes of the attack (by default: the attack on the first connection, good
+    answers after it), checked by :func:`~tests.hostile.invariants.attacked_call` (and equal
+    to ``good`` when it succeeds); then the same client makes a good inference, and nothing
+    is left behind once client and server are closed."""
+    require(kind)
+    expected = attack.expected(kind)
+    with nothing_left_behind(), servers() as start:
+        server = start(handler(attack.act))
+        runner = Runner(kind, server.url, **attack.options, **options)
+        try:
+            got = attacked_call(
+                lambda: call(runner, attack.timeout), expected, attack.timeout, attack.memory
+            )
+            if expected is None:
+                assert got == good
+            assert runner.infer(timeout=10.0) == GOOD_OUTPUT
+        finally:
+            runner.close()

@@ -21,16 +21,11 @@ timing for its outcome.
 from __future__ import annotations
 
 import gzip
-import threading
-import time
-from dataclasses import dataclass, field
-from typing import Any
 
 import pytest
 
 from kserve_v2 import (
     DeadlineExceededError,
-    KServeError,
     ProtocolError,
     TransportError,
 )
@@ -39,53 +34,27 @@ from tests.hostile.http1_server import (
     GOOD_OUTPUT,
     GOOD_RESPONSE,
     KINDS,
-    Act,
+    Attack,
     Peer,
     Runner,
     answer,
-    attacked,
     fin,
     flood,
     head,
     response,
+    run_attack,
     scripted_servers,
     send,
     stall,
     trickle,
 )
-from tests.hostile.invariants import memory_growth, open_fds
+from tests.hostile.invariants import MARGIN, Expect, cases
 
-#: Memory a call may add (tracemalloc peak) unless its attack says otherwise: the largest
-#: legitimate buffers of an attack call are a 1 MiB first body buffer and a 64 KiB head.
-MEMORY = 4 << 20
-#: What a call may take beyond its own timeout (a loaded 2-core machine).
-MARGIN = 8.0
 #: The timeout of attacks that stall or trickle: they end with the call's deadline (short,
 #: so that the whole table runs in well under a minute; the outcome does not depend on it).
 STALL = 0.5
 #: max_response_size for the attacks that send more than that.
 LIMIT = 1 << 20
-
-Expect = type[KServeError] | tuple[type[KServeError], ...] | None
-
-
-@dataclass(frozen=True)
-class Attack:
-    """What a hostile server does, and what each transport must make of it."""
-
-    act: Act
-    #: The error every kind gets (None: the call succeeds).
-    error: Expect
-    #: Per-kind exceptions to ``error``.
-    errors: dict[str, Expect] = field(default_factory=dict)
-    #: The call's timeout.
-    timeout: float = 5.0
-    memory: int = MEMORY
-    #: Client options (e.g. a response size limit).
-    options: dict[str, Any] = field(default_factory=dict)
-
-    def expected(self, kind: str) -> Expect:
-        return self.errors.get(kind, self.error)
 
 
 # ---------------------------------------------------------------------------- attack parts
@@ -318,51 +287,14 @@ SLOW = {("header-trickle", "httpx"), ("interim-response-flood", "httpx")}
 # -------------------------------------------------------------------------------- the runs
 
 
-CASES = [
-    pytest.param(
-        name,
-        kind,
-        id=f"{name}-{kind}",
-        marks=[
-            pytest.mark.xfail(reason=KNOWN[name, kind], strict=True, run=(name, kind) not in SLOW)
-        ]
-        if (name, kind) in KNOWN
-        else [],
-    )
-    for name in ATTACKS
-    for kind in KINDS
-]
+CASES = cases(((name, kind) for name in ATTACKS for kind in KINDS), KNOWN, SLOW)
 
 
 @pytest.mark.parametrize(("name", "kind"), CASES)
 def test_attack(name: str, kind: str) -> None:
-    attack = ATTACKS[name]
-    if kind.endswith("httpx"):
-        pytest.importorskip("httpx", reason="the 'httpx' extra is not installed")
-    expected = attack.expected(kind)
-    threads_before = set(threading.enumerate())
-    fds_before = open_fds()
-    with scripted_servers() as start:
-        server = start(attacked(attack.act))
-        runner = Runner(kind, server.url, **attack.options)
-        try:
-            started = time.monotonic()
-            with memory_growth() as growth:
-                if expected is None:
-                    assert runner.infer(timeout=attack.timeout) == GOOD_OUTPUT
-                else:
-                    with pytest.raises(expected) as caught:
-                        runner.infer(timeout=attack.timeout)
-                    assert isinstance(caught.value, KServeError)
-            took = time.monotonic() - started
-            assert took < attack.timeout + MARGIN, f"the call took {took:.1f} s"
-            assert growth[0] < attack.memory, f"the call added {growth[0] >> 10} KiB"
-            assert runner.infer(timeout=10.0) == GOOD_OUTPUT
-        finally:
-            runner.close()
-    leftover = [t for t in threading.enumerate() if t not in threads_before and t.is_alive()]
-    assert not leftover, f"threads left behind: {leftover}"
-    assert open_fds() <= fds_before, "sockets left behind"
+    run_attack(
+        kind, ATTACKS[name], lambda runner, timeout: runner.infer(timeout=timeout), GOOD_OUTPUT
+    )
 
 
 def test_an_infer_is_not_sent_twice_when_a_reused_connection_closes_unanswered() -> None:

@@ -13,20 +13,17 @@ completing an event (a trickled event, comments for ever) is cut off at the dead
 from __future__ import annotations
 
 import json
-import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
 
-from kserve_v2 import DeadlineExceededError, KServeError, ProtocolError, ServerError
+from kserve_v2 import DeadlineExceededError, ProtocolError, ServerError
 from tests.hostile.http1_server import (
-    GOOD_OUTPUT,
     KINDS,
     STREAM_MOST,
-    Act,
+    Attack,
     Peer,
     Runner,
     answer,
@@ -35,22 +32,18 @@ from tests.hostile.http1_server import (
     flood,
     head,
     response,
+    run_attack,
     scripted_servers,
     send,
     stall,
     trickle,
 )
-from tests.hostile.invariants import memory_growth, open_fds
+from tests.hostile.invariants import cases
 
-#: Memory a stream call may add unless its attack says otherwise.
-MEMORY = 4 << 20
-#: What a call may take beyond its own timeout (a loaded 2-core machine).
-MARGIN = 8.0
 #: The timeout of the attacks that end at the deadline (short: the outcome does not depend
 #: on it).
 STALL = 0.5
 
-Expect = type[KServeError] | tuple[type[KServeError], ...] | None
 
 #: The events of a good stream, and what the client makes of them.
 EVENT_A = {"model_name": "m", "text_output": "a"}
@@ -91,44 +84,28 @@ def slowly(raw: bytes, pause: float = 0.001) -> Callable[[Peer], None]:
 CHUNKED = sse_head("Transfer-Encoding: chunked")
 
 
-@dataclass(frozen=True)
-class StreamAttack:
-    """What a hostile server does to a stream, and what each transport must make of it."""
-
-    act: Act
-    #: The error every kind gets (None: the stream ends well with ``events``).
-    error: Expect
-    events: list[dict[str, Any]] = field(default_factory=lambda: GOOD_EVENTS)
-    errors: dict[str, Expect] = field(default_factory=dict)
-    timeout: float = 5.0
-    memory: int = MEMORY
-
-    def expected(self, kind: str) -> Expect:
-        return self.errors.get(kind, self.error)
-
-
-ATTACKS: dict[str, StreamAttack] = {
+ATTACKS: dict[str, Attack] = {
     # Legal streams, however framed: the client must take them.
-    "good-chunked": StreamAttack(answer(send(CHUNKED + chunk(EVENTS) + LAST_CHUNK)), None),
-    "good-content-length": StreamAttack(
+    "good-chunked": Attack(answer(send(CHUNKED + chunk(EVENTS) + LAST_CHUNK)), None),
+    "good-content-length": Attack(
         answer(send(sse_head(f"Content-Length: {len(EVENTS)}") + EVENTS)), None
     ),
-    "good-until-close": StreamAttack(answer(send(sse_head() + EVENTS), fin), None),
-    "good-a-byte-a-chunk": StreamAttack(
+    "good-until-close": Attack(answer(send(sse_head() + EVENTS), fin), None),
+    "good-a-byte-a-chunk": Attack(
         answer(send(CHUNKED), slowly(b"".join(chunk(bytes([b])) for b in EVENTS) + LAST_CHUNK)),
         None,
     ),
-    "good-comments-and-crlf": StreamAttack(
+    "good-comments-and-crlf": Attack(
         answer(
             send(CHUNKED + chunk(b": hi\r\n\r\n" + EVENTS.replace(b"\n", b"\r\n")) + LAST_CHUNK)
         ),
         None,
     ),
-    "not-an-event-stream": StreamAttack(
+    "not-an-event-stream": Attack(
         answer(send(response(json.dumps(EVENT_A).encode()))), None, events=[EVENT_A]
     ),
     # Errors the server reports: the server's own error.
-    "error-status": StreamAttack(
+    "error-status": Attack(
         answer(
             send(
                 head("500 Internal Server Error", "Content-Type: application/json")[:-2]
@@ -138,53 +115,47 @@ ATTACKS: dict[str, StreamAttack] = {
         ),
         ServerError,
     ),
-    "error-event": StreamAttack(
+    "error-event": Attack(
         answer(send(CHUNKED + chunk(event(EVENT_A) + event({"error": "boom"}, "error")))),
         ServerError,
     ),
-    "error-in-an-event": StreamAttack(
+    "error-in-an-event": Attack(
         answer(send(CHUNKED + chunk(event(EVENT_A) + event({"error": "boom"})))), ServerError
     ),
     # Cut streams: an error, never a shorter stream passed off as whole.
-    "cut-mid-event": StreamAttack(answer(send(sse_head() + EVENTS[:-5]), fin), ProtocolError),
-    "cut-before-the-last-chunk": StreamAttack(
-        answer(send(CHUNKED + chunk(EVENTS)), fin), ProtocolError
-    ),
-    "cut-mid-chunk": StreamAttack(answer(send(CHUNKED + chunk(EVENTS)[:-9]), fin), ProtocolError),
-    "cut-short-of-content-length": StreamAttack(
+    "cut-mid-event": Attack(answer(send(sse_head() + EVENTS[:-5]), fin), ProtocolError),
+    "cut-before-the-last-chunk": Attack(answer(send(CHUNKED + chunk(EVENTS)), fin), ProtocolError),
+    "cut-mid-chunk": Attack(answer(send(CHUNKED + chunk(EVENTS)[:-9]), fin), ProtocolError),
+    "cut-short-of-content-length": Attack(
         answer(send(sse_head(f"Content-Length: {len(EVENTS) + 100}") + EVENTS), fin),
         ProtocolError,
     ),
     # Garbled streams.
-    "chunk-size-not-hex": StreamAttack(
+    "chunk-size-not-hex": Attack(
         answer(send(CHUNKED + chunk(event(EVENT_A)) + b"zz\r\n")), ProtocolError
     ),
-    "event-not-json": StreamAttack(
-        answer(send(CHUNKED + chunk(b"data: {not json\n\n"))), ProtocolError
-    ),
-    "event-not-an-object": StreamAttack(
+    "event-not-json": Attack(answer(send(CHUNKED + chunk(b"data: {not json\n\n"))), ProtocolError),
+    "event-not-an-object": Attack(
         answer(send(CHUNKED + chunk(b"data: [1, 2]\n\n"))), ProtocolError
     ),
     # Streams that never end an event: the deadline (or the event size limit) ends them.
-    "stall-after-head": StreamAttack(
-        answer(send(CHUNKED), stall), DeadlineExceededError, timeout=STALL
-    ),
-    "stall-after-an-event": StreamAttack(
+    "stall-after-head": Attack(answer(send(CHUNKED), stall), DeadlineExceededError, timeout=STALL),
+    "stall-after-an-event": Attack(
         answer(send(CHUNKED + chunk(event(EVENT_A))), stall),
         DeadlineExceededError,
         timeout=STALL,
     ),
-    "trickle-an-event": StreamAttack(
+    "trickle-an-event": Attack(
         answer(send(sse_head() + b"data: "), trickle(b"x" * 100_000)),
         DeadlineExceededError,
         timeout=STALL,
     ),
-    "comments-for-ever": StreamAttack(
+    "comments-for-ever": Attack(
         answer(send(sse_head()), flood(b": keep-alive\n" * 1000)),
         DeadlineExceededError,
         timeout=STALL,
     ),
-    "a-line-without-end": StreamAttack(
+    "a-line-without-end": Attack(
         answer(send(sse_head() + b"data: "), flood(b"x" * 65536)),
         ProtocolError,
         # 64 MiB (the event size limit) arrives long before the deadline.
@@ -192,7 +163,7 @@ ATTACKS: dict[str, StreamAttack] = {
         memory=200 << 20,
     ),
     # A stream that never ends but is good: the caller stops early, the client hangs up.
-    "events-for-ever": StreamAttack(
+    "events-for-ever": Attack(
         answer(send(sse_head()), flood(event(EVENT_A) * 100)),
         None,
         events=[EVENT_A] * STREAM_MOST,
@@ -205,49 +176,18 @@ ATTACKS: dict[str, StreamAttack] = {
 #: What a transport is known not to do, with the reason (strict xfail: a fix shows).
 KNOWN: dict[tuple[str, str], str] = {}
 
-CASES = [
-    pytest.param(
-        name,
-        kind,
-        id=f"{name}-{kind}",
-        marks=[pytest.mark.xfail(reason=KNOWN[name, kind], strict=True)]
-        if (name, kind) in KNOWN
-        else [],
-    )
-    for name in ATTACKS
-    for kind in KINDS
-]
+CASES = cases(((name, kind) for name in ATTACKS for kind in KINDS), KNOWN)
 
 
 @pytest.mark.parametrize(("name", "kind"), CASES)
 def test_stream_attack(name: str, kind: str) -> None:
     attack = ATTACKS[name]
-    if kind.endswith("httpx"):
-        pytest.importorskip("httpx", reason="the 'httpx' extra is not installed")
-    expected = attack.expected(kind)
-    threads_before = set(threading.enumerate())
-    fds_before = open_fds()
-    with scripted_servers() as start:
-        server = start(attacked(attack.act))
-        runner = Runner(kind, server.url)
-        try:
-            started = time.monotonic()
-            with memory_growth() as growth:
-                if expected is None:
-                    assert runner.generate_stream(timeout=attack.timeout) == attack.events
-                else:
-                    with pytest.raises(expected) as caught:
-                        runner.generate_stream(timeout=attack.timeout)
-                    assert isinstance(caught.value, KServeError)
-            took = time.monotonic() - started
-            assert took < attack.timeout + MARGIN, f"the call took {took:.1f} s"
-            assert growth[0] < attack.memory, f"the call added {growth[0] >> 10} KiB"
-            assert runner.infer(timeout=10.0) == GOOD_OUTPUT
-        finally:
-            runner.close()
-    leftover = [t for t in threading.enumerate() if t not in threads_before and t.is_alive()]
-    assert not leftover, f"threads left behind: {leftover}"
-    assert open_fds() <= fds_before, "sockets left behind"
+    run_attack(
+        kind,
+        attack,
+        lambda runner, timeout: runner.generate_stream(timeout=timeout),
+        GOOD_EVENTS if attack.events is None else attack.events,
+    )
 
 
 @pytest.mark.parametrize("kind", ["stdlib", "aio"])  # the sync and the async stream loop

@@ -12,15 +12,11 @@ the TCP connection can shorten the body. The invariants are those of the other t
 
 from __future__ import annotations
 
-import threading
-import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any
 
 import pytest
 
-from kserve_v2 import DeadlineExceededError, KServeError, ProtocolError, TransportError
+from kserve_v2 import DeadlineExceededError, ProtocolError, TransportError
 from tests.hostile.http1_server import (
     GOOD_BODY,
     GOOD_OUTPUT,
@@ -28,23 +24,21 @@ from tests.hostile.http1_server import (
     KINDS,
     UVLOOP_KIND,
     Act,
+    Attack,
     Peer,
-    Runner,
     fin,
     head,
     response,
+    run_attack,
     scripted_tls_servers,
     send,
     stall,
 )
-from tests.hostile.invariants import memory_growth, open_fds
+from tests.hostile.invariants import cases
 from tests.transport.servers import Certs, make_certs, server_ssl_context
 
-MEMORY = 4 << 20
-MARGIN = 8.0
 STALL = 0.5
 
-Expect = type[KServeError] | tuple[type[KServeError], ...] | None
 Step = Callable[[Peer], object]
 
 #: A JSON answer framed by the end of the connection (no Content-Length, not chunked).
@@ -95,17 +89,6 @@ def read_client_hello(peer: Peer) -> None:
     assert peer.sock.recv(65536), "the client sent no ClientHello"
 
 
-@dataclass(frozen=True)
-class Attack:
-    act: Act
-    error: Expect
-    errors: dict[str, Expect] = field(default_factory=dict)
-    timeout: float = 5.0
-
-    def expected(self, kind: str) -> Expect:
-        return self.errors.get(kind, self.error)
-
-
 ATTACKS: dict[str, Attack] = {
     "good": Attack(over_tls(send(GOOD_RESPONSE)), None),
     # Framed responses are complete when the framing says so, however the connection ends.
@@ -147,22 +130,7 @@ KNOWN: dict[tuple[str, str], str] = {
 }
 NOT_RUN = {("handshake-stall", "ahttpx")}
 
-CASES = [
-    pytest.param(
-        name,
-        kind,
-        id=f"{name}-{kind}",
-        marks=[
-            pytest.mark.xfail(
-                reason=KNOWN[name, kind], strict=True, run=(name, kind) not in NOT_RUN
-            )
-        ]
-        if (name, kind) in KNOWN
-        else [],
-    )
-    for name in ATTACKS
-    for kind in (*KINDS, UVLOOP_KIND)
-]
+CASES = cases(((name, kind) for name in ATTACKS for kind in (*KINDS, UVLOOP_KIND)), KNOWN, NOT_RUN)
 
 
 @pytest.fixture(scope="module")
@@ -187,35 +155,12 @@ def tls_attacked(act: Act) -> Callable[[Peer], None]:
 
 @pytest.mark.parametrize(("name", "kind"), CASES)
 def test_tls_attack(name: str, kind: str, certs: Certs) -> None:
-    attack = ATTACKS[name]
-    if kind.endswith("httpx"):
-        pytest.importorskip("httpx", reason="the 'httpx' extra is not installed")
-    if kind == UVLOOP_KIND:
-        uvloop = pytest.importorskip("uvloop", reason="the 'uvloop' extra is not installed")
-        # libuv keeps a descriptor open for the process once its first loop ran: not ours.
-        uvloop.new_event_loop().close()
-    expected = attack.expected(kind)
-    threads_before = set(threading.enumerate())
-    fds_before = open_fds()
-    options: dict[str, Any] = {"ca_file": str(certs.ca_file)}
-    with scripted_tls_servers(server_ssl_context(certs)) as start:
-        server = start(tls_attacked(attack.act))
-        runner = Runner(kind, server.url, **options)
-        try:
-            started = time.monotonic()
-            with memory_growth() as growth:
-                if expected is None:
-                    assert runner.infer(timeout=attack.timeout) == GOOD_OUTPUT
-                else:
-                    with pytest.raises(expected) as caught:
-                        runner.infer(timeout=attack.timeout)
-                    assert isinstance(caught.value, KServeError)
-            took = time.monotonic() - started
-            assert took < attack.timeout + MARGIN, f"the call took {took:.1f} s"
-            assert growth[0] < MEMORY, f"the call added {growth[0] >> 10} KiB"
-            assert runner.infer(timeout=10.0) == GOOD_OUTPUT
-        finally:
-            runner.close()
-    leftover = [t for t in threading.enumerate() if t not in threads_before and t.is_alive()]
-    assert not leftover, f"threads left behind: {leftover}"
-    assert open_fds() <= fds_before, "sockets left behind"
+    run_attack(
+        kind,
+        ATTACKS[name],
+        lambda runner, timeout: runner.infer(timeout=timeout),
+        GOOD_OUTPUT,
+        servers=lambda: scripted_tls_servers(server_ssl_context(certs)),
+        handler=tls_attacked,
+        ca_file=str(certs.ca_file),
+    )
