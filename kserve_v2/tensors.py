@@ -102,8 +102,11 @@ _NUMERIC_DATATYPES: Final = {
 }
 
 
-def _array_from_data(data: Any, datatype: Datatype | None) -> tuple[npt.NDArray[Any], Datatype]:
-    """Normalise user data to an array whose dtype fits ``datatype`` (inferred if None)."""
+def _array_from_data(
+    data: Any, datatype: Datatype | None, name: str
+) -> tuple[npt.NDArray[Any], Datatype]:
+    """Normalise user data to an array whose dtype fits ``datatype`` (inferred if None);
+    errors name the input ``name``."""
     if isinstance(data, np.ndarray):
         found = datatype_of(data)
         if datatype is None:
@@ -113,7 +116,8 @@ def _array_from_data(data: Any, datatype: Datatype | None) -> tuple[npt.NDArray[
         ):
             return data, datatype
         raise InvalidInputError(
-            f"array of dtype {data.dtype} does not match datatype {datatype.value}; "
+            f"input {name!r}: array of dtype {data.dtype} does not match datatype "
+            f"{datatype.value}; "
             f"convert it first (e.g. arr.astype(...)) so no value changes silently",
             value=data.dtype,
         )
@@ -123,19 +127,20 @@ def _array_from_data(data: Any, datatype: Datatype | None) -> tuple[npt.NDArray[
     else:
         scalar_bytes = False
     if isinstance(data, np.generic):
-        return _array_from_data(np.asarray(data), datatype)
+        return _array_from_data(np.asarray(data), datatype, name)
     if datatype is None:
         try:
             probe = np.asarray(data)
         except ValueError as exc:  # ragged nesting, among others
             raise InvalidInputError(
-                f"cannot make a tensor of this data: {exc}", value=data
+                f"input {name!r}: cannot make a tensor of this data: {exc}", value=data
             ) from None
         if probe.dtype.kind in "SU":
             datatype = Datatype.BYTES
         elif probe.dtype.kind == "O":
             raise InvalidInputError(
-                "cannot infer a datatype from this data; pass datatype=... explicitly",
+                f"input {name!r}: cannot infer a datatype from this data; pass "
+                "datatype=... explicitly",
                 value=data,
             )
         else:
@@ -143,7 +148,7 @@ def _array_from_data(data: Any, datatype: Datatype | None) -> tuple[npt.NDArray[
         shape = probe.shape
     else:
         shape = _nested_shape(data)
-    array = from_json_data(data, datatype, shape, error=InvalidInputError)
+    array = from_json_data(data, datatype, shape, name=name, error=InvalidInputError)
     if scalar_bytes:
         array = array.reshape(())
     return array, datatype
@@ -153,7 +158,7 @@ def _tensor_of(
     name: str, data: Any, datatype: Datatype | None, shape: Sequence[int] | None
 ) -> tuple[npt.NDArray[Any], Datatype, tuple[int, ...]]:
     """The array, datatype and shape of an input holding ``data`` (see :class:`InferInput`)."""
-    array, found = _array_from_data(data, datatype)
+    array, found = _array_from_data(data, datatype, name)
     if shape is None:
         return array, found, tuple(int(d) for d in array.shape)
     wanted = _check_shape(shape)

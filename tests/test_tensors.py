@@ -105,6 +105,22 @@ def test_array_whose_dtype_does_not_match_the_datatype_is_refused(
         InferInput("x", np.zeros(2, dtype), datatype=datatype)
 
 
+@pytest.mark.parametrize(
+    ("data", "datatype", "what"),
+    [
+        (np.zeros(2, "f4"), "INT32", "does not match datatype"),
+        (["abc"], "INT32", "not a valid INT32 element"),
+        ([1.5], "INT64", "not a valid INT64 element"),
+        ([[1, 2], [3]], None, "cannot make a tensor"),
+        ([object()], None, "cannot infer a datatype"),
+    ],
+)
+def test_bad_data_errors_name_the_input(data: Any, datatype: str | None, what: str) -> None:
+    with pytest.raises(InvalidInputError, match=what) as info:
+        InferInput("INPUT7", data, datatype=datatype)
+    assert "'INPUT7'" in info.value.message
+
+
 @pytest.mark.parametrize("dtype", ["f4", ">f4", "f8"])
 def test_bf16_takes_float32_or_float64_arrays(dtype: str) -> None:
     array = np.array([1.0, 1 + 2**-8 + 2**-20], dtype)

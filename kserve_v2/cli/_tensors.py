@@ -327,6 +327,7 @@ def build_inputs(
     import numpy as np
 
     from kserve_v2 import InferInput
+    from kserve_v2.errors import InvalidInputError
 
     shapes = shapes or {}
     meta = {t.name: t for t in metadata.inputs} if metadata is not None else {}
@@ -343,9 +344,19 @@ def build_inputs(
         tensor_meta = meta.get(spec.name)
         datatype = spec.datatype or (tensor_meta.datatype if tensor_meta else None)
         value = spec.value
-        if datatype is not None:
-            value = _cast(value, datatype, spec.name)
-        probe = InferInput(spec.name, value, datatype=datatype)  # checks the value
+        try:
+            if datatype is not None:
+                value = _cast(value, datatype, spec.name)
+            probe = InferInput(spec.name, value, datatype=datatype)  # checks the value
+        except InvalidInputError as exc:
+            if datatype in (None, "BYTES") or not _is_text(spec.value):
+                raise
+            # "-i INPUT0=1,2,3": not JSON, so taken for one string.
+            raise CLIError(
+                exc.message,
+                hint=f"a literal is JSON, e.g. --input '{spec.name}=[[1,2,3]]' "
+                "(text that is not JSON is one BYTES element)",
+            ) from None
         shape: tuple[int, ...] | None = shapes.get(spec.name) or spec.shape
         if shape is None and tensor_meta is not None:
             shape = _fit_shape(probe.shape, tensor_meta.shape)
@@ -373,6 +384,11 @@ def build_inputs(
                 )
             )
     return inputs
+
+
+def _is_text(value: Any) -> bool:
+    """Whether ``--input`` took its value for text (one string: it was not JSON)."""
+    return isinstance(value, list) and len(value) == 1 and isinstance(value[0], str)
 
 
 def optional_inputs(config: dict[str, Any] | None) -> list[str]:

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from kserve_v2 import InferInput, InferRequest, RequestedOutput
+from kserve_v2 import InferInput, InferRequest, InvalidInputError, RequestedOutput
 from kserve_v2.cli import COMMANDS, _tensors
 from kserve_v2.cli._common import CLIError, describe_error, parse_headers
 from kserve_v2.cli._httpmsg import parse_http_message
@@ -88,6 +88,15 @@ def test_build_inputs_uses_the_metadata() -> None:
         )
     with pytest.raises(CLIError, match="model m has no input Z"):
         _tensors.build_inputs([_tensors.parse_input("Z=[1]")], metadata)
+    # Text that is not JSON is one string: for a numeric input, the error says how to write it.
+    with pytest.raises(CLIError, match="'A': str value '1,2,3' is not a valid INT32") as info:
+        _tensors.build_inputs([_tensors.parse_input("A=1,2,3")], metadata, skip=["B", "C"])
+    assert "--input 'A=[[1,2,3]]'" in info.value.hint
+    with pytest.raises(InvalidInputError, match=r"'A': float value 1\.5"):  # JSON, no hint
+        _tensors.build_inputs([_tensors.parse_input("A=[1.5]")], metadata, skip=["B", "C"])
+    (text,) = _tensors.build_inputs([_tensors.parse_input("C=hi")], metadata, skip=["A", "B"])
+    assert text.data is not None
+    assert text.data.tolist() == [b"hi"]
 
 
 def test_outputs_shapes_and_headers() -> None:
