@@ -26,14 +26,14 @@ import socket
 import ssl
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pytest
 
 from kserve_v2 import AsyncClient, Client, TLSOptions
-from tests.hostile.invariants import Expect, attacked_call, nothing_left_behind
+from tests.hostile.invariants import AttackBase, attacked_call, nothing_left_behind
 from tests.hostile.threaded_server import IO_TIMEOUT, ThreadedServer, serving
 
 #: The clients' default call deadline (the server's sockets time out after IO_TIMEOUT: a
@@ -64,9 +64,6 @@ GOOD_OUTPUT = [2, 4, 6]
 PAYLOAD = {"text_input": "hi"}
 #: Events a stream call reads at most before it stops early (a server may never end one).
 STREAM_MOST = 1000
-#: Memory a call may add (tracemalloc peak) unless its attack says otherwise: the largest
-#: legitimate buffers of an attack call are a 1 MiB first body buffer and a 64 KiB head.
-MEMORY = 4 << 20
 
 
 def head(status: str = "200 OK", *headers: str) -> bytes:
@@ -422,24 +419,11 @@ def attacked(act: Act) -> Callable[[Peer], None]:
 
 
 @dataclass(frozen=True)
-class Attack:
-    """What a hostile server does, and what each transport must make of it."""
+class Attack(AttackBase[Peer]):
+    """What a hostile HTTP/1.1 server does, and what each transport must make of it."""
 
-    act: Act
-    #: The error every kind gets (None: the call succeeds).
-    error: Expect
-    #: Per-kind exceptions to ``error``.
-    errors: dict[str, Expect] = field(default_factory=dict)
-    #: The call's timeout.
-    timeout: float = 5.0
-    memory: int = MEMORY
-    #: Client options (e.g. a response size limit).
-    options: dict[str, Any] = field(default_factory=dict)
     #: What a stream that succeeds yields (None: the table's good events).
     events: list[dict[str, Any]] | None = None
-
-    def expected(self, kind: str) -> Expect:
-        return self.errors.get(kind, self.error)
 
 
 def require(kind: str) -> None:

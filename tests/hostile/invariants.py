@@ -3,6 +3,7 @@
 * :func:`attacked_call`: the call ends with the package's own error (the one the table names)
   or succeeds, within its timeout plus :data:`MARGIN`, adding a bounded amount of memory;
 * :func:`nothing_left_behind`: no thread or socket outlives the block;
+* :class:`AttackBase`: what a table's attack says (each kit's ``Attack`` adds its own fields);
 * :func:`cases`: a table's (attack, client kind) pairs as pytest parameters, those in its
   ``KNOWN`` as strict xfails (a fix shows, a new deviation fails).
 """
@@ -15,18 +16,44 @@ import threading
 import time
 import tracemalloc
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
-from typing import Any, TypeVar
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
 
 import pytest
 
 from kserve_v2 import KServeError
 
 T = TypeVar("T")
+P = TypeVar("P")
 
 #: What an attack expects of a call: the error it ends with, or None (it succeeds).
 Expect = type[KServeError] | tuple[type[KServeError], ...] | None
 #: What a call may take beyond its own timeout (a loaded 2-core machine).
 MARGIN = 8.0
+#: Memory a call may add (tracemalloc peak) unless its attack or its kit says otherwise: the
+#: largest legitimate buffers of an HTTP/1.1 attack call are a 1 MiB first body buffer and a
+#: 64 KiB head (the HTTP/2 kit allows more).
+MEMORY = 4 << 20
+
+
+@dataclass(frozen=True)
+class AttackBase(Generic[P]):
+    """What a hostile server does to a client (``act``, given the kit's peer ``P``), and what
+    each kind of client must make of it."""
+
+    act: Callable[[P], None]
+    #: The error every kind gets (None: the call succeeds).
+    error: Expect
+    #: Per-kind exceptions to ``error``.
+    errors: dict[str, Expect] = field(default_factory=dict)
+    #: The call's timeout.
+    timeout: float = 5.0
+    memory: int = MEMORY
+    #: Client options (e.g. a response size limit).
+    options: dict[str, Any] = field(default_factory=dict)
+
+    def expected(self, kind: str) -> Expect:
+        return self.errors.get(kind, self.error)
 
 
 def open_fds() -> set[str]:

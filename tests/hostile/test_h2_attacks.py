@@ -22,7 +22,7 @@ import contextlib
 import time
 import zlib
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -64,7 +64,13 @@ from tests.hostile.h2_server import (
     scripted_servers,
     serve_requests,
 )
-from tests.hostile.invariants import Expect, attacked_call, cases, nothing_left_behind
+from tests.hostile.invariants import (
+    AttackBase,
+    Expect,
+    attacked_call,
+    cases,
+    nothing_left_behind,
+)
 
 #: The clients: native and grpcio, sync and asyncio, unary calls and streams.
 NATIVE = ("sync", "async", "sync-stream", "async-stream")
@@ -81,24 +87,13 @@ Act = Callable[[Peer], None]
 
 
 @dataclass(frozen=True)
-class Attack:
-    """What a hostile server does, and what each kind of client must make of it."""
+class Attack(AttackBase[Peer]):
+    """What a hostile HTTP/2 server does, and what each kind of client must make of it (an
+    ``error`` of None: the call succeeds, e.g. retried as HTTP/2 allows)."""
 
-    act: Act
-    #: The error every kind gets (None: the call succeeds, e.g. retried as HTTP/2 allows).
-    error: Expect
-    #: Per-kind exceptions to ``error``.
-    errors: dict[str, Expect] = field(default_factory=dict)
-    #: The call's timeout.
-    timeout: float = 5.0
     memory: int = MEMORY
     #: The kinds it is run against.
     kinds: tuple[str, ...] = KINDS
-    #: Client options (e.g. a receive limit).
-    options: dict[str, Any] = field(default_factory=dict)
-
-    def expected(self, kind: str) -> Expect:
-        return self.errors.get(kind, self.error)
 
 
 # ---------------------------------------------------------------------------- attack parts
