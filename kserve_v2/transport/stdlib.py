@@ -212,18 +212,17 @@ class _Connection:
         parser = self.parser
         recv_into = self.sock.recv_into
         arm = self.arm
+        clean = True  # an end of data is a proper one (see the SSLEOFError case)
         while True:
             arm(deadline, False)
             try:
                 n = recv_into(parser.get_buffer())
             except (TimeoutError, BlockingIOError) as exc:  # BlockingIOError: SO_RCVTIMEO
                 raise DeadlineExceededError("request timed out waiting for the response") from exc
-            except ssl.SSLEOFError as exc:
-                # TLS ended without close_notify (the socket does not hide it, see _connect).
-                if not parser.got_bytes:
-                    raise NoResponse from exc
-                parser.eof_received(clean=False)
-                return
+            except ssl.SSLEOFError:
+                # TLS ended without close_notify (the socket does not hide it, see _connect):
+                # the end of data, an improper one.
+                n, clean = 0, False
             except CONNECTION_LOST as exc:
                 if not parser.got_bytes:
                     raise NoResponse from exc
@@ -236,7 +235,7 @@ class _Connection:
             else:
                 if not parser.got_bytes:
                     raise NoResponse
-                parser.eof_received()
+                parser.eof_received(clean)
                 return
 
 
