@@ -35,6 +35,8 @@ class WireMessage:
     """One message on the wire, as the hook sees it.
 
     ``direction`` is ``"send"`` or ``"receive"``; ``protocol`` is ``"http"`` or ``"grpc"``.
+    Its ``repr`` redacts credentials (:data:`REDACTED_HEADERS`) and gives the body's size,
+    not its bytes; the fields themselves hold what went over the wire.
     For HTTP ``target`` is the request target and ``status`` the response status; for gRPC
     ``target`` is the RPC's full method name and ``status`` the gRPC code name. ``body`` is the
     list of buffers sent, or the received body (already decompressed). ``error`` is set when
@@ -54,6 +56,21 @@ class WireMessage:
     @property
     def body_length(self) -> int:
         return sum(memoryview(b).nbytes for b in self.body)
+
+    def __repr__(self) -> str:
+        # Written out, not the dataclass's: a printed message must not show credentials
+        # (REDACTED_HEADERS) nor a body that may be megabytes of tensor data.
+        fields = [
+            f"direction={self.direction!r}",
+            f"protocol={self.protocol!r}",
+            f"method={self.method!r}",
+            f"target={self.target!r}",
+            f"headers={tuple(redact_headers(self.headers))!r}",
+            f"body=<{self.body_length} bytes in {len(self.body)} buffer(s)>",
+            f"status={self.status!r}",
+            f"elapsed={self.elapsed!r}",
+        ]
+        return f"WireMessage({', '.join(fields)})"
 
 
 WireHook = Callable[[WireMessage], None]
