@@ -19,6 +19,7 @@ Example::
 
 from __future__ import annotations
 
+import codecs
 import enum
 import math
 import struct
@@ -357,12 +358,35 @@ def deserialize_bytes_elements(buffer: BytesLike, count: int | None = None) -> l
     return out
 
 
-def to_str_array(array: npt.NDArray[Any], encoding: str = "utf-8") -> npt.NDArray[Any]:
-    """Decode a BYTES result (object array of ``bytes``) into an object array of ``str``."""
+def to_str_array(
+    array: npt.NDArray[Any], encoding: str = "utf-8", *, name: str = ""
+) -> npt.NDArray[Any]:
+    """Decode a BYTES result (object array of ``bytes``) into an object array of ``str``.
+
+    An unknown ``encoding``, or an element that is not text in it, raises
+    :class:`~kserve_v2.InvalidInputError` naming the tensor (``name``) and the element's
+    index; the raw ``bytes`` stay available in ``array``.
+    """
+    try:
+        codecs.lookup(encoding)
+    except LookupError:
+        raise InvalidInputError(f"unknown text encoding {encoding!r}", value=encoding) from None
     out = np.empty(array.shape, dtype=object)
     flat = out.reshape(-1)
     for i, value in enumerate(array.reshape(-1)):
-        flat[i] = value.decode(encoding) if isinstance(value, bytes) else str(value)
+        if not isinstance(value, bytes):
+            flat[i] = str(value)
+            continue
+        try:
+            flat[i] = value.decode(encoding)
+        except UnicodeDecodeError as exc:
+            where = tuple(int(n) for n in np.unravel_index(i, array.shape)) if array.ndim else ()
+            preview = value if len(value) <= 32 else value[:32] + b"..."
+            raise InvalidInputError(
+                f"tensor {name!r} element {list(where)}: {preview!r} is not {encoding} text "
+                f"({exc.reason} at byte {exc.start}); as_numpy() gives the raw bytes",
+                value=value,
+            ) from None
     return out
 
 

@@ -151,13 +151,17 @@ class InferResult:
         return tensor.data
 
     def as_str(self, name: str, encoding: str = "utf-8") -> npt.NDArray[Any]:
-        """A ``BYTES`` output decoded to an object array of ``str``."""
+        """A ``BYTES`` output decoded to an object array of ``str``.
+
+        An element that is not text in ``encoding`` raises
+        :class:`~kserve_v2.InvalidInputError` naming the output and the element's index
+        (:meth:`as_numpy` gives the raw ``bytes``)."""
         tensor = self.output(name)
         if tensor.datatype != "BYTES":
             raise InvalidInputError(
                 f"output {name!r} is {tensor.datatype}, not BYTES: use as_numpy()", value=name
             )
-        return to_str_array(self.as_numpy(name), encoding)
+        return to_str_array(self.as_numpy(name), encoding, name=name)
 
     def as_dict(self) -> dict[str, npt.NDArray[Any]]:
         """All outputs that carry data, by name."""

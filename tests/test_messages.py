@@ -82,8 +82,28 @@ def test_as_str_decodes_bytes_outputs_as_utf8() -> None:
 def test_as_str_with_another_encoding() -> None:
     result = InferResult("m", outputs=(OutputTensor("t", "BYTES", (1,), _bytes_array(b"\xe9")),))
     assert result.as_str("t", encoding="latin-1").tolist() == ["é"]
-    with pytest.raises(UnicodeDecodeError):
+    with pytest.raises(InvalidInputError, match=r"tensor 't' element \[0\]: b'\\xe9' is not utf-8"):
         result.as_str("t")
+
+
+def test_as_str_names_the_output_and_element_that_is_not_text() -> None:
+    array = np.array([b"ok", b"fine", b"x" * 40 + b"\xff", b"!"], dtype=object).reshape(2, 2)
+    result = InferResult("m", outputs=(OutputTensor("OUT", "BYTES", (2, 2), array),))
+    with pytest.raises(InvalidInputError) as info:
+        result.as_str("OUT")
+    message = str(info.value)
+    assert "tensor 'OUT' element [1, 0]" in message
+    assert "b'xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx...'" in message  # a long element is cut short
+    assert "invalid start byte at byte 40" in message
+    assert info.value.value == b"x" * 40 + b"\xff"
+    assert isinstance(info.value, ValueError)  # what UnicodeDecodeError was, too
+    assert result.as_numpy("OUT")[1, 0] == b"x" * 40 + b"\xff"
+
+
+def test_as_str_with_an_unknown_encoding() -> None:
+    with pytest.raises(InvalidInputError, match="unknown text encoding 'bogus'") as info:
+        RESULT.as_str("text", encoding="bogus")
+    assert info.value.value == "bogus"
 
 
 @pytest.mark.parametrize("name", ["logits", "in_shm"])
