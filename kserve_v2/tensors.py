@@ -154,6 +154,12 @@ def _array_from_data(
     return array, datatype
 
 
+def naming(what: str, name: str, exc: InvalidInputError) -> InvalidInputError:
+    """``exc`` (about the data of one tensor, from the datatype codecs) saying which tensor:
+    ``what`` is ``"input"`` or ``"tensor"``."""
+    return InvalidInputError(f"{what} {name!r}: {exc}", value=exc.value)
+
+
 def _tensor_of(
     name: str, data: Any, datatype: Datatype | None, shape: Sequence[int] | None
 ) -> tuple[npt.NDArray[Any], Datatype, tuple[int, ...]]:
@@ -378,7 +384,10 @@ class InferInput:
         if self._wire is None:
             if self._array is None:
                 raise InvalidInputError(f"input {self.name!r} lives in shared memory: no data")
-            self._wire = serialize(self._array, self.datatype)
+            try:
+                self._wire = serialize(self._array, self.datatype)
+            except InvalidInputError as exc:
+                raise naming("input", self.name, exc) from None
         return self._wire
 
     def __repr__(self) -> str:

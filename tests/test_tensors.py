@@ -121,6 +121,15 @@ def test_bad_data_errors_name_the_input(data: Any, datatype: str | None, what: s
     assert "'INPUT7'" in info.value.message
 
 
+def test_data_the_wire_form_refuses_names_the_input() -> None:
+    # An object array is taken as it is; its elements are checked when it is serialized.
+    tensor = InferInput("INPUT7", np.array([["a", 1]], dtype=object))
+    with pytest.raises(InvalidInputError, match="BYTES elements must be bytes or str") as info:
+        tensor.wire_bytes()
+    assert info.value.message.startswith("input 'INPUT7': ")
+    assert info.value.value == 1
+
+
 @pytest.mark.parametrize("dtype", ["f4", ">f4", "f8"])
 def test_bf16_takes_float32_or_float64_arrays(dtype: str) -> None:
     array = np.array([1.0, 1 + 2**-8 + 2**-20], dtype)

@@ -57,7 +57,7 @@ from kserve_v2.messages import (
     new_output_tensor,
 )
 from kserve_v2.parameters import ParameterValue
-from kserve_v2.tensors import InferInput, RequestedOutput, SharedMemoryPlacement
+from kserve_v2.tensors import InferInput, RequestedOutput, SharedMemoryPlacement, naming
 
 __all__ = [
     "BINARY_REFUSED_HINT",
@@ -124,21 +124,26 @@ def _tensor_entry(
     parameters: Mapping[str, ParameterValue],
     binary: bool,
     blobs: list[BytesLike],
+    what: str = "tensor",
 ) -> dict[str, Any]:
-    """One ``$request_input`` / ``$response_output`` object, appending its blob if binary."""
+    """One ``$request_input`` / ``$response_output`` object, appending its blob if binary;
+    errors about its data name it as ``what`` (``"input"``, ``"tensor"``)."""
     # ``_value_`` is the member's plain attribute; ``.value`` goes through a slow descriptor.
     entry: dict[str, Any] = {"name": name, "shape": list(shape), "datatype": datatype._value_}
     params = dict(parameters)
     if array is not None or wire is not None:
-        if binary:
-            if wire is None:
+        try:
+            if binary:
+                if wire is None:
+                    assert array is not None
+                    wire = serialize(array, datatype)
+                params["binary_data_size"] = memoryview(wire).nbytes
+                blobs.append(wire)
+            else:
                 assert array is not None
-                wire = serialize(array, datatype)
-            params["binary_data_size"] = memoryview(wire).nbytes
-            blobs.append(wire)
-        else:
-            assert array is not None
-            entry["data"] = to_json_data(array, datatype)
+                entry["data"] = to_json_data(array, datatype)
+        except InvalidInputError as exc:
+            raise naming(what, name, exc) from None
     if params:
         entry["parameters"] = params
     return entry
@@ -163,7 +168,7 @@ def _input_entry(tensor: InferInput, binary: bool, blobs: list[BytesLike]) -> di
             blobs,
         )
     return _tensor_entry(
-        tensor.name, tensor.datatype, tensor.shape, tensor.data, None, params, False, blobs
+        tensor.name, tensor.datatype, tensor.shape, tensor.data, None, params, False, blobs, "input"
     )
 
 

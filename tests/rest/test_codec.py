@@ -271,8 +271,15 @@ def test_non_ascii_names_are_sent_as_utf8() -> None:
 def test_data_json_cannot_carry_is_refused_when_json_is_asked_for(
     tensor: InferInput, match: str
 ) -> None:
-    with pytest.raises(InvalidInputError, match=match):
+    with pytest.raises(InvalidInputError, match=match) as info:
         encode_infer_request(InferRequest("m", (tensor,)))
+    assert info.value.message.startswith("input 'x': ")
+
+
+def test_data_a_response_cannot_carry_as_json_names_the_tensor() -> None:
+    output = OutputTensor("y", "FP32", (1,), np.array([np.nan], np.float32))
+    with pytest.raises(InvalidInputError, match=r"^tensor 'y': NaN"):
+        encode_infer_response(InferResult("m", outputs=(output,)), binary=False)
 
 
 def test_encode_json_is_compact_utf8_and_refuses_nan() -> None:
