@@ -34,6 +34,7 @@ from kserve_v2.transport.sockets import (
     PooledTransport,
     connect_error,
     connect_timeout,
+    end_orphaned,
     pool_timeout_error,
     readable_check,
 )
@@ -479,8 +480,18 @@ class AsyncHTTPTransport(PooledTransport[_Pool], AsyncClosesOnExit):
             response.close()
 
     async def aclose(self) -> None:
-        """Close all pooled connections. Connections in use are closed when they come back."""
+        """Close all pooled connections. Connections in use are closed when they come back.
+
+        Called after the connections' event loop has ended (``asyncio.run()`` over, say), it
+        shuts their sockets down instead: a closed loop closes nothing (see
+        :func:`~kserve_v2.transport.sockets.end_orphaned`)."""
         self._closed = True
+        if self._loop is not None and self._loop.is_closed():
+            for pool in self._pools.values():
+                for conn in [*pool.close(), *pool.aborted]:
+                    end_orphaned(conn.transport)
+                pool.aborted.clear()
+            return
         closing = []
         for pool in list(self._pools.values()):
             for conn in pool.close():

@@ -15,6 +15,7 @@ and the head and body of a streamed response (:class:`PooledStreamingResponse`).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import math
 import os
 import select
@@ -298,6 +299,21 @@ class TLSConfig:
             raise InvalidInputError(f"cannot set up TLS: {exc}") from exc
         ctx.set_alpn_protocols(list(alpn))
         return ctx
+
+
+def end_orphaned(transport: asyncio.BaseTransport | None) -> None:
+    """End the TCP connection of an asyncio ``transport`` whose event loop is closed.
+
+    asyncio closes a transport only through its loop, so once the loop has ended without the
+    connection being closed, the most that can be done is to shut the socket down: the peer
+    sees the connection end, and the descriptor goes with the garbage collector.
+    """
+    sock = transport.get_extra_info("socket") if transport is not None else None
+    if sock is not None:
+        # uvloop's socket refuses shutdown() (TypeError), but uvloop closes its transports
+        # itself when its loop closes.
+        with contextlib.suppress(OSError, TypeError):
+            sock.shutdown(socket.SHUT_RDWR)
 
 
 def connect_error(exc: Exception, origin: Origin, *, handshake: bool = False) -> KServeError:

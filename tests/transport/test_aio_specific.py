@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import socket
 import threading
+import warnings
 from collections.abc import Awaitable, Callable
 
 import pytest
@@ -18,6 +20,7 @@ from kserve_v2.transport import (
     Transport,
 )
 from kserve_v2.transport.httpx import AsyncHTTPXTransport, HTTPXTransport
+from tests.loops import LOOP_PARAMS, run
 from tests.transport.servers import RawServer, Request, ServerConn, echo_app, keep_alive
 
 Serve = Callable[..., RawServer]
@@ -224,6 +227,39 @@ def test_other_event_loop_is_refused_while_connections_are_open(serve: Serve) ->
     finally:
         loop1.close()
         loop2.close()
+
+
+@pytest.mark.parametrize("loop_kind", LOOP_PARAMS)
+def test_aclose_after_the_loop_ended_ends_the_connections(serve: Serve, loop_kind: str) -> None:
+    """A loop that ended before aclose() (asyncio.run() over) can close nothing: aclose()
+    does not fail, and the server sees each connection end (its socket shut down by
+    aclose() on asyncio's loop; uvloop closes its transports as its loop closes)."""
+    ended = threading.Event()
+
+    def handler(conn: ServerConn) -> None:
+        keep_alive(echo_app)(conn)  # returns when the client's side of the connection ends
+        ended.set()
+
+    server = serve(handler)
+    transport = AsyncHTTPTransport(server.url)
+    held = [transport]  # dropped at the end, for the garbage collector to take the socket
+
+    async def call() -> int:
+        return (await held[0].handle_async_request(HTTPRequest("GET", "/"))).status
+
+    with warnings.catch_warnings():
+        # Both loops warn of the transport left open: asyncio's as it is collected, uvloop
+        # as its loop closes.
+        warnings.simplefilter("ignore", ResourceWarning)
+        assert run(call(), loop_kind) == 200
+        run(transport.aclose(), loop_kind)
+        assert ended.wait(10)
+        run(transport.aclose(), loop_kind)  # again: nothing left to do
+        with pytest.raises(TransportError, match="closed"):
+            run(call(), loop_kind)
+        del transport
+        held.clear()
+        gc.collect()
 
 
 def _free_port() -> int:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import gzip
 import math
 import random
@@ -17,6 +18,7 @@ import socket
 import threading
 import time
 import tracemalloc
+import warnings
 import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -65,6 +67,7 @@ from tests.hostile.h2_server import (
     Frame,
     Handler,
     Peer,
+    PeerClosed,
     Request,
     Runner,
     ScriptedServer,
@@ -77,7 +80,7 @@ from tests.hostile.h2_server import (
     scripted_servers,
     serve_requests,
 )
-from tests.loops import MODES
+from tests.loops import LOOP_PARAMS, MODES, run
 
 
 @pytest.fixture
@@ -168,6 +171,34 @@ def test_sequential_calls_share_one_connection(serve: Serve, connect: Connect) -
         assert client.live() is True
     assert server.accepted == 1
     assert [r.stream_id for r in server.peers[0].requests] == [1, 3, 5]
+
+
+@pytest.mark.parametrize("loop_kind", LOOP_PARAMS)
+def test_aclose_after_the_loop_ended_ends_the_connection(serve: Serve, loop_kind: str) -> None:
+    """A loop that ended before aclose() (asyncio.run() over) can close nothing: aclose()
+    does not fail, and the server sees the connection end (its socket shut down by aclose()
+    on asyncio's loop; uvloop closes its transports as its loop closes)."""
+    ended = threading.Event()
+
+    def handler(peer: Peer) -> None:
+        # each_request's returns when the client's side of the connection ends; a clean
+        # end (GOAWAY, FIN) or the shutdown's, whichever the client could give.
+        with contextlib.suppress(PeerClosed):
+            each_request()(peer)
+        ended.set()
+
+    server = serve(handler)
+    client = AsyncClient(server.url, timeout=CALL_TIMEOUT)
+    with warnings.catch_warnings():
+        # Both loops warn of the transport left open: asyncio's as it is collected, uvloop
+        # as its loop closes.
+        warnings.simplefilter("ignore", ResourceWarning)
+        assert run(client.is_server_live(), loop_kind) is True
+        run(client.aclose(), loop_kind)
+        assert ended.wait(IO_TIMEOUT)
+        run(client.aclose(), loop_kind)  # again: nothing left to do
+        del client
+        gc.collect()
 
 
 # ---------------------------------------------------------------------------- 2. GOAWAY

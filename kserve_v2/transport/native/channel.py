@@ -28,7 +28,7 @@ from kserve_v2.transport.native.connection import (
     SyncConnection,
 )
 from kserve_v2.transport.native.stream import AsyncNativeStreamCall, NativeStreamCall
-from kserve_v2.transport.sockets import deadline_after
+from kserve_v2.transport.sockets import deadline_after, end_orphaned
 
 __all__ = ["AsyncNativeGRPCChannel", "NativeGRPCChannel"]
 
@@ -251,10 +251,18 @@ class AsyncNativeGRPCChannel(_NativeChannel[AsyncNativeStreamCall]):
         return AsyncNativeStreamCall(self.settings, self.connection, head, timeout)
 
     async def aclose(self) -> None:
-        """Close the connections (calls in flight fail with TransportError). Idempotent."""
+        """Close the connections (calls in flight fail with TransportError). Idempotent.
+
+        Called after the connections' event loop has ended, it shuts their sockets down
+        instead: a closed loop closes nothing (see
+        :func:`~kserve_v2.transport.sockets.end_orphaned`)."""
         self._closed = True
         self._connections = []
         connections, self._all = self._all, set()
+        if self._loop is not None and self._loop.is_closed():
+            for conn in connections:
+                end_orphaned(conn.transport)
+            return
         for conn in connections:
             conn.close()
         pending = [conn.gone for conn in connections if not conn.gone.done()]
