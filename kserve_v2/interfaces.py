@@ -117,7 +117,12 @@ class AsyncStreamingResponse(Protocol):
 
 @runtime_checkable
 class Transport(Protocol):
-    """A synchronous transport. Instances are safe to share between threads."""
+    """A synchronous transport. Instances are safe to share between threads.
+
+    A transport may also tell where it sends origin-form targets, as an ``origin`` attribute
+    (``"http://host:port"``, or ``None`` for nowhere): a client given a transport whose origin
+    is not the client's server then sends absolute targets (both transport kinds).
+    """
 
     def handle_request(self, request: HTTPRequest) -> HTTPResponse: ...
 

@@ -78,7 +78,8 @@ class AsyncClient(ClientBase):
         tls: certificates for ``https://`` (see :class:`TLSOptions`).
         pool_size: most connections kept open to the server (and most requests in flight).
         transport: a ready transport (e.g. ``AsyncHTTPXTransport(...)``) instead of the
-            default.
+            default. Requests go to ``url`` (this package's transports made for another
+            server, or without a URL, get absolute request targets naming it).
         wire_hook: called with a :class:`WireMessage` for every message sent and received.
         verbose: print every message to stderr (credentials redacted).
         max_concurrency: most requests in flight at once; the others wait their turn (the
@@ -168,7 +169,7 @@ class AsyncClient(ClientBase):
             retry=retry,
         )
         if transport is not None:
-            self._check_foreign_transport()
+            self._check_foreign_transport(transport)
         self._io: AsyncTransport | AsyncChannel = (
             transport if transport is not None else self._default_io(pool_size)
         )

@@ -179,8 +179,14 @@ class ClientBase:
         """The gRPC transport: ``"native"`` or ``"grpcio"`` (see :class:`GRPCOptions`)."""
         return self._grpc.transport
 
-    def _check_foreign_transport(self) -> None:
-        """A transport passed in: only HTTP clients take one, and it has its own settings."""
+    def _check_foreign_transport(self, transport: object) -> None:
+        """A transport passed in: only HTTP clients take one, and it has its own settings.
+
+        The client's URL says where requests go, the transport how. A transport that tells
+        its ``origin`` (this package's do) and was made without a URL (an ``httpx.Client``
+        without ``base_url``) or for another server gets requests whose targets name the
+        client's server (absolute URLs), so that they go where the client's ``url`` and errors
+        say. Other transports take origin-form targets, as :class:`HTTPRequest` describes."""
         if self.protocol == "grpc":
             raise InvalidInputError("transport= applies to HTTP; gRPC clients own a channel")
         if self.max_response_size is not None:
@@ -189,6 +195,23 @@ class ClientBase:
                 "give it to the transport passed as transport=",
                 value=self.max_response_size,
             )
+        origin = getattr(transport, "origin", "")
+        if origin is None or (isinstance(origin, str) and origin and not self._serves(origin)):
+            assert isinstance(self._proto, HTTPBackend)
+            self._proto.name_the_server_in_targets()
+
+    def _serves(self, origin: str) -> bool:
+        """Whether ``origin`` (a transport's) is the scheme, host and port of the client's URL."""
+        # Imported here: only clients given a transport need it.
+        from kserve_v2.transport.sockets import parse_origin
+
+        endpoint = self.endpoint
+        try:
+            theirs, path = parse_origin(origin)
+        except InvalidInputError:
+            return False
+        ours, _ = parse_origin(f"{endpoint.scheme}://{endpoint.authority}")
+        return path == "/" and theirs.key() == ours.key()
 
     def _transport_kwargs(self, pool_size: int) -> dict[str, Any]:
         """Arguments for the default HTTP transports (sync and async take the same)."""

@@ -78,7 +78,8 @@ class Client(ClientBase):
         tls: certificates for ``https://`` (see :class:`TLSOptions`).
         pool_size: most connections kept open to the server (and most requests in flight).
         transport: a ready transport (e.g. ``HTTPXTransport(...)``) instead of the
-            default.
+            default. Requests go to ``url`` (this package's transports made for another
+            server, or without a URL, get absolute request targets naming it).
         wire_hook: called with a :class:`WireMessage` for every message sent and received.
         verbose: print every message to stderr (credentials redacted).
         max_concurrency: most requests in flight at once; the others wait their turn (the
@@ -167,7 +168,7 @@ class Client(ClientBase):
             retry=retry,
         )
         if transport is not None:
-            self._check_foreign_transport()
+            self._check_foreign_transport(transport)
         self._io: Transport | Channel = (
             transport if transport is not None else self._default_io(pool_size)
         )

@@ -556,6 +556,13 @@ class HTTPBackend:
         base.extend(_header_items(headers))
         self._base_headers = tuple(base)
 
+    def name_the_server_in_targets(self) -> None:
+        """Make every request target an absolute URL of the client's server
+        (``http://host:port/v2/...``), so that a transport the caller passed in sends to the
+        client's URL whatever origin, if any, it was made for."""
+        endpoint = self.endpoint
+        self.paths = RestPaths(endpoint.base_path, f"{endpoint.scheme}://{endpoint.authority}")
+
     # -- building blocks ------------------------------------------------------------------
 
     def request(

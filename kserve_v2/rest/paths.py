@@ -8,6 +8,8 @@ Example::
     '/serving/ns/v2/models/my%20model/versions/2/infer'
     >>> RestPaths().server_live()
     '/v2/health/live'
+    >>> RestPaths(origin="http://10.0.0.2:8000").server_live()
+    'http://10.0.0.2:8000/v2/health/live'
 """
 
 from __future__ import annotations
@@ -44,13 +46,16 @@ def with_query(target: str, query: QueryParams | None) -> str:
 
 
 class RestPaths:
-    """Builds request targets; ``base_path`` prefixes every one (servers behind a gateway)."""
+    """Builds request targets; ``base_path`` prefixes every one (servers behind a gateway).
+
+    With an ``origin`` (``http://host:port``) the targets are absolute URLs, which name the
+    server themselves (``http://host:port/v2/...``); otherwise origin-form paths."""
 
     __slots__ = ("_infer_targets", "base")
 
-    def __init__(self, base_path: str = "") -> None:
+    def __init__(self, base_path: str = "", origin: str = "") -> None:
         stripped = base_path.strip("/")
-        self.base = f"/{quote(stripped, safe='/')}" if stripped else ""
+        self.base = origin + (f"/{quote(stripped, safe='/')}" if stripped else "")
         # The infer target is built on every request: remember it per (model, version).
         self._infer_targets: dict[tuple[str, str], str] = {}
 

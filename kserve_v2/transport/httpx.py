@@ -213,6 +213,16 @@ class _HTTPXBase(Generic[_Client]):
         """The underlying ``httpx.Client`` / ``httpx.AsyncClient``."""
         return self._client
 
+    @property
+    def origin(self) -> str | None:
+        """Where origin-form targets go: ``url``, else the httpx client's ``base_url`` (which
+        may have a path), else ``None``."""
+        if self._base is not None:
+            return self._base
+        client: Any = self._client
+        base = str(client.base_url).rstrip("/")
+        return base or None
+
     def _prepare(self, request: HTTPRequest) -> tuple[str, dict[str, Any]]:
         """The URL and the keyword arguments (headers, content, timeout, extensions) for
         ``client.request`` / ``client.stream``."""

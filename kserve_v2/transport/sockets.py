@@ -465,8 +465,12 @@ class PooledTransport(Generic[_Pool]):
             self._pool = self._get_pool(base_origin(url))
 
     def __repr__(self) -> str:
-        where = self._pool.origin.url if self._pool is not None else "no default origin"
-        return f"<{type(self).__name__} {where}>"
+        return f"<{type(self).__name__} {self.origin or 'no default origin'}>"
+
+    @property
+    def origin(self) -> str | None:
+        """Where origin-form targets go (``http://host:port``); ``None`` without a ``url``."""
+        return self._pool.origin.url if self._pool is not None else None
 
     def _new_pool(self, origin: Origin) -> _Pool:
         raise NotImplementedError
