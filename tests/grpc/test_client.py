@@ -157,9 +157,18 @@ def test_parameters_reach_the_model(client: Client) -> None:
     result = client.infer("params_echo", {"INPUT0": np.zeros(1, np.int32)}, parameters=params)
     seen = json.loads(result.as_numpy("PARAMS")[0])
     assert {k: seen[k] for k in params} == params
-    # Triton 2.51 takes custom uint64_param values only for sequence_id; the refusal is its own.
+    # Triton 2.51 takes no uint64_param (integers above int64), not even for sequence_id, which
+    # HTTP carries up to 2**64-1: the refusals are its own (the README says so).
     with pytest.raises(ServerError, match="invalid value type for 'big' parameter"):
         client.infer("params_echo", {"INPUT0": np.zeros(1, np.int32)}, parameters={"big": 2**63})
+    with pytest.raises(ServerError, match="'sequence_id' parameter, expected int64_param"):
+        client.infer(
+            "sequence_accumulate",
+            {"INPUT": np.array([1], np.int32)},
+            sequence_id=2**63,
+            sequence_start=True,
+            sequence_end=True,
+        )
 
 
 def test_classification(client: Client) -> None:
