@@ -724,7 +724,11 @@ class ResponseParser:
         self.reason = reason
         self.headers = headers
         self.head_done = True
-        self.keep_alive = keep_alive
+        # After a server error the connection is not reused: some servers close it then
+        # without a word (uvicorn after an unhandled exception: MLServer, KServe), and the
+        # next request, sent at once, would be lost (an inference is never sent twice). One
+        # new connection per server error costs less.
+        self.keep_alive = keep_alive and status < 500
         if self._head_request or status == 204 or status == 304 or status == 101:
             self.body = bytearray()
             if status == 101:  # switched protocols: the connection is no longer HTTP/1.1

@@ -206,6 +206,11 @@ def test_head_request_has_no_body() -> None:
         (b"HTTP/1.0 200 OK\r\nContent-Length: 0\r\n\r\n", False),
         (b"HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nContent-Length: 0\r\n\r\n", True),
         (b"HTTP/1.1 200 OK\r\nConnection: keep-alive\r\nContent-Length: 0\r\n\r\n", True),
+        (b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n", True),
+        (b"HTTP/1.1 499 Whatever\r\nContent-Length: 0\r\n\r\n", True),
+        # Server errors: the server may close the connection next without saying so.
+        (b"HTTP/1.1 500 Internal Server Error\r\nContent-Length: 0\r\n\r\n", False),
+        (b"HTTP/1.1 503 Unavailable\r\nConnection: keep-alive\r\nContent-Length: 0\r\n\r\n", False),
     ],
 )
 def test_keep_alive_rules(raw: bytes, keep_alive: bool) -> None:
@@ -571,7 +576,8 @@ def responses(draw: st.DrawFn) -> tuple[bytes, Expected]:
         head = b"HTTP/1.1 100 Continue\r\n\r\n" + head
     raw = head + payload
     reason_out = reason.rstrip(" ") if reason else ""
-    expected = Expected(status, reason_out, expected_headers, body, not close)
+    # A server error is never followed on its connection (see the parser).
+    expected = Expected(status, reason_out, expected_headers, body, not close and status < 500)
     return raw, expected
 
 

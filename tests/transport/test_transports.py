@@ -275,6 +275,29 @@ def _answers_once_then_hangs_up(conn: ServerConn) -> None:
     conn.read_request()  # then hang up
 
 
+def test_a_connection_is_not_reused_after_a_server_error(
+    serve: Serve, make_runner: MakeRunner, kind: str
+) -> None:
+    # uvicorn (MLServer, KServe) answers an unhandled exception with a 500 and closes the
+    # connection without "Connection: close"; here the close comes as the next request
+    # arrives, the worst case of that race. An inference sent on that connection would be
+    # lost (never sent twice): after a 5xx the next request goes on a new connection.
+    only(kind, OURS, "httpx reuses it")
+
+    def handler(conn: ServerConn) -> None:
+        if conn.read_request() is None:
+            return
+        conn.respond(500, b"Internal Server Error", [("Content-Type", "text/plain")])
+        conn.read_request()  # then hang up, unanswered
+
+    server = serve(handler)
+    runner = make_runner(server.url)
+    assert runner.request(HTTPRequest("POST", "/infer", body=[b"x"])).status == 500
+    assert runner.request(HTTPRequest("POST", "/infer", body=[b"y"])).status == 500
+    assert server.connections == 2
+    assert [bytes(r.body) for r in server.requests] == [b"x", b"y"]
+
+
 def test_stale_connection_race_retries_a_get_once(
     serve: Serve, make_runner: MakeRunner, kind: str
 ) -> None:
