@@ -204,7 +204,10 @@ def trace_settings_to_rest(settings: Mapping[str, list[str]]) -> dict[str, Any]:
 
 def decode_trace_settings(data: BytesLike) -> dict[str, Any]:
     response = parse_message(generated().TraceSettingResponse, data)
-    return trace_settings_to_rest({k: list(v.value) for k, v in response.settings.items()})
+    # A protobuf map has no order: sorted, so that the same settings read the same each time.
+    return trace_settings_to_rest(
+        {k: list(v.value) for k, v in sorted(response.settings.items())}
+    )
 
 
 def trace_settings_request(settings: Mapping[str, Any] | None, model: str = "") -> bytes:
@@ -235,7 +238,7 @@ def decode_log_settings(data: BytesLike) -> dict[str, Any]:
     """``LogSettingsResponse`` -> ``{"log_file": "", "log_info": true, ...}`` as REST."""
     response = parse_message(generated().LogSettingsResponse, data)
     out: dict[str, Any] = {}
-    for key, value in response.settings.items():
+    for key, value in sorted(response.settings.items()):  # a map has no order: sorted
         choice = value.WhichOneof("parameter_choice")
         if choice is None:
             raise ProtocolError(f"log setting {key!r} carries no value")

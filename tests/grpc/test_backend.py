@@ -844,6 +844,14 @@ def test_trace_and_log_settings_become_rest_shapes() -> None:
         "log_verbose_level": 0,
         "log_file": "",
     }
+    # A map has no order on the wire: the settings come sorted, the same on every read.
+    trace = extensions.decode_trace_settings(message.SerializeToString())
+    assert list(trace) == sorted(trace)
+    assert list(extensions.decode_log_settings(log.SerializeToString())) == [
+        "log_file",
+        "log_info",
+        "log_verbose_level",
+    ]
     log.settings["empty"].SetInParent()
     with pytest.raises(ProtocolError, match="empty"):
         extensions.decode_log_settings(log.SerializeToString())
