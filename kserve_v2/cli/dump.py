@@ -258,6 +258,17 @@ def _message_class(method: str, direction: str) -> Any:
     return getattr(pb2, descriptor.name, None)
 
 
+def _bare_infer_response(body: bytes) -> bool:
+    """Whether a message received on ModelStreamInfer is a bare ModelInferResponse."""
+    from kserve_v2.errors import ProtocolError
+    from kserve_v2.grpc.wire import decode_stream_message_fields
+
+    try:
+        return decode_stream_message_fields(body)[2]
+    except ProtocolError:
+        return False  # shown as what it claims to be, with the parser's complaint
+
+
 def _scalar_text(field: Any, value: Any) -> str:
     if field.type == field.TYPE_BYTES:
         raw = bytes(value)
@@ -352,6 +363,14 @@ def describe_grpc_message(method: str, direction: str, body: bytes) -> list[str]
         cls = None
     if cls is None:
         return [f"{len(body)} B: hex {_hex(body, 64)}"] if body else []
+    note = ""
+    if cls.DESCRIPTOR.name == "ModelStreamInferResponse" and _bare_infer_response(body):
+        # MLServer answers its streams with ModelInferResponse messages, told apart as the
+        # client reads them: read as the other, the model name would pass for an error.
+        from kserve_v2.grpc import codec
+
+        cls = codec.generated().ModelInferResponse
+        note = " (a bare one on a stream, as MLServer sends)"
     from google.protobuf.message import DecodeError
 
     try:
@@ -359,7 +378,7 @@ def describe_grpc_message(method: str, direction: str, body: bytes) -> list[str]
     except DecodeError as exc:
         return [f"cannot parse as {cls.DESCRIPTOR.name} ({exc}): hex {_hex(body, 64)}"]
     skip = frozenset({"raw_input_contents", "raw_output_contents"})
-    lines = [f"# {cls.DESCRIPTOR.name}, {len(body)} B", *_text_lines(message, 0, skip)]
+    lines = [f"# {cls.DESCRIPTOR.name}{note}, {len(body)} B", *_text_lines(message, 0, skip)]
     inner, start, end = message, 0, len(body)
     if cls.DESCRIPTOR.name == "ModelStreamInferResponse" and message.HasField("infer_response"):
         number = cls.DESCRIPTOR.fields_by_name["infer_response"].number
