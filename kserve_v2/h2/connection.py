@@ -107,6 +107,9 @@ _FRAME_HEADER: Final = struct.Struct(">HBBBL")
 _U32: Final = struct.Struct(">L")
 _GOAWAY: Final = struct.Struct(">LL")
 _SETTING: Final = struct.Struct(">HL")
+# The longest first frame an HTTP/2 server can send (its preface, a SETTINGS frame, within
+# the initial SETTINGS_MAX_FRAME_SIZE): first bytes announcing more are not HTTP/2 at all.
+_FIRST_FRAME_MOST: Final = 1 << 14
 
 #: SETTINGS_MAX_FRAME_SIZE this side announces: large DATA frames mean fewer frames to parse
 #: for big tensors; header blocks of this size are still bounded by max_header_list_size.
@@ -765,6 +768,20 @@ class H2Connection:
                     f"this port speaks HTTP/1.1 — did you mean {self._http_url or 'http://...'}? "
                     f"(the server answered {status_line!r})"
                 )
+            head = bytes(data[:3])
+            if len(head) == 3 and int.from_bytes(head, "big") > _FIRST_FRAME_MOST:
+                # Not a frame header at all (an HTTP/0.9 page, a TLS alert, a banner): say what
+                # came rather than judge it as a frame.
+                self.close(ErrorCode.PROTOCOL_ERROR, b"not HTTP/2")
+                sent = bytes(data[:24])
+                if sent[:1] in (b"\x15", b"\x16") and sent[1:2] == b"\x03":  # a TLS record
+                    hint = "this port speaks TLS — did you mean grpcs://?"
+                else:
+                    hint = (
+                        "this port does not speak HTTP/2 — did you mean "
+                        f"{self._http_url or 'http://...'}?"
+                    )
+                raise H2ConnectionError(f"{hint} (the server sent {sent!r}...)")
         events: list[Event] = []
         view = memoryview(data).cast("B") if not isinstance(data, bytes) else memoryview(data)
         pos = 0

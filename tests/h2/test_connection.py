@@ -909,6 +909,29 @@ def test_first_frame_of_the_server_must_be_settings(first: bytes) -> None:
     assert_failed(conn, exc, ErrorCode.PROTOCOL_ERROR)
 
 
+@pytest.mark.parametrize(
+    ("first", "hint"),
+    [
+        # Python's http.server answers the preface with an HTTP/0.9 page (no status line).
+        (b"<!DOCTYPE HTML>\n<html lang='en'>", "does not speak HTTP/2 — did you mean http://h:1?"),
+        (b"SSH-2.0-OpenSSH_9.6\r\n", "does not speak HTTP/2 — did you mean http://h:1?"),
+        (b"\x15\x03\x03\x00\x02\x02\x46", "speaks TLS — did you mean grpcs://?"),  # an alert
+        (b"HTTP/1.0 400 Bad Request\r\n\r\n", "speaks HTTP/1.1 — did you mean http://h:1?"),
+    ],
+    ids=["html", "banner", "tls-alert", "http1"],
+)
+def test_first_bytes_that_are_not_http2_say_what_came(first: bytes, hint: str) -> None:
+    # Not judged as a frame header (a "frame" of megabytes): the error says what the port
+    # speaks, and shows its first bytes.
+    conn = H2Connection(http_url="http://h:1")
+    conn.initiate()
+    conn.data_to_send()
+    with pytest.raises(H2ConnectionError, match=hint) as exc:
+        conn.receive(first)
+    assert repr(first[:8])[2:-1] in str(exc.value)
+    assert conn.closed
+
+
 def test_settings_first_then_anything() -> None:
     conn = H2Connection()
     conn.initiate()
