@@ -136,7 +136,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:
         if args.debug:
             raise
-        line, hint = _common.describe_error(exc, args.url)
+        line, hint = _common.describe_error(
+            exc, args.url, command=args.command, model=getattr(args, "model", "") or ""
+        )
         color = _common.Style(_common.wants_color(args, sys.stderr))
         sys.stderr.write(f"{color('kserve-v2 ' + args.command + ':', 'red', 'bold')} {line}\n")
         if hint:

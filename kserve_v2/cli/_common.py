@@ -36,6 +36,7 @@ __all__ = [
     "format_table",
     "parse_key_values",
     "parse_scalar",
+    "positive_seconds",
     "wants_color",
 ]
 
@@ -98,6 +99,17 @@ def add_output_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def positive_seconds(text: str) -> float:
+    """``--timeout``'s type: a positive number of seconds (argparse names the option)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not value > 0:  # NaN fails too
+        raise argparse.ArgumentTypeError(f"wants a positive number of seconds, not {text!r}")
+    return value
+
+
 def add_connection_options(parser: argparse.ArgumentParser) -> None:
     """Where the server is and how to talk to it: for the subcommands that use a server."""
     s = argparse.SUPPRESS
@@ -121,7 +133,7 @@ def add_connection_options(parser: argparse.ArgumentParser) -> None:
     )
     group.add_argument(
         "--timeout",
-        type=float,
+        type=positive_seconds,
         default=s,
         metavar="SECONDS",
         help="timeout of each request (default 30)",
@@ -201,6 +213,15 @@ def client_options(args: argparse.Namespace) -> dict[str, Any]:
         "headers": parse_headers(args.header),
         "timeout": args.timeout,
     }
+    if args.key_file and not args.cert_file:
+        raise CLIError("--key-file needs --cert-file (the client certificate)")
+    for option, path in (
+        ("--ca-file", args.ca_file),
+        ("--cert-file", args.cert_file),
+        ("--key-file", args.key_file),
+    ):
+        if path and not os.path.isfile(path):
+            raise CLIError(f"{option}: no such file {path}")
     if args.ca_file or args.cert_file or args.key_file or args.insecure:
         if args.insecure and args.url.startswith("grpcs"):
             raise CLIError(
@@ -383,8 +404,44 @@ def _answers_http1(host: str, port: int) -> bool:
         return False
 
 
-def describe_error(exc: BaseException, url: str) -> tuple[str, str]:
-    """One line for an error, and a hint of what to try ('' when there is none)."""
+#: Commands whose endpoints are extensions (model repository, configuration, statistics,
+#: shared memory, trace, logging, generate): a 404 not about a model means the server lacks it.
+_EXTENSION_COMMANDS: Final = frozenset(
+    {"models", "config", "stats", "shm", "trace", "log", "load", "unload", "generate"}
+)
+#: Commands whose endpoints are the model's own (v2/models/NAME...): a 404 is about the model.
+_MODEL_COMMANDS: Final = frozenset({"metadata", "infer", "stream", "perf", "health"})
+_METRICS_HINT: Final = (
+    "set --metrics-url to where the server serves metrics (Triton's: http://host:8002/metrics)"
+)
+_EXTENSION_HINT: Final = "this server may not implement that extension (see `kserve-v2 metadata`)"
+
+
+def _not_found_hint(text: str, command: str, model: str) -> str:
+    """The hint for a 404 / NOT_FOUND of ``command`` (naming ``model`` if not '')."""
+    if "shared memory region" in text:
+        without = " without --region" if command == "shm" else ""
+        return f"`kserve-v2 shm status`{without} lists the registered regions"
+    import re
+
+    named = model and re.search(rf"(?<![\w.-]){re.escape(model.lower())}(?![\w-])(?!\.\w)", text)
+    about_model = "unknown model" in text or bool(named)
+    if model and (about_model or command in _MODEL_COMMANDS):
+        return "`kserve-v2 models` lists the models the server has"
+    if command == "metrics":
+        return _METRICS_HINT
+    if command in _EXTENSION_COMMANDS:
+        return _EXTENSION_HINT
+    if not command and about_model:  # called without a command: the library's own errors
+        return "`kserve-v2 models` lists the models the server has"
+    return ""
+
+
+def describe_error(
+    exc: BaseException, url: str, *, command: str = "", model: str = ""
+) -> tuple[str, str]:
+    """One line for an error, and a hint of what to try ('' when there is none); ``command``
+    and the ``model`` it names make a 404's hint fit."""
     from kserve_v2.errors import (
         DeadlineExceededError,
         InvalidInputError,
@@ -403,10 +460,19 @@ def describe_error(exc: BaseException, url: str) -> tuple[str, str]:
             where.append(f"HTTP {exc.http_status}")
         if exc.grpc_code is not None:
             where.append(f"gRPC {exc.grpc_code}")
-        line = f"the server says: {exc.message} ({', '.join(where) or 'error'})"
-        text = exc.message.lower()
+        from kserve_v2.rest.codec import BINARY_REFUSED_HINT
+
+        # The library's advice names its own argument (binary=False): say the option instead.
+        message = exc.message.replace(f" ({BINARY_REFUSED_HINT})", "")
+        line = f"the server says: {message} ({', '.join(where) or 'error'})"
+        text = message.lower()
         hint = ""
-        if "unknown model" in text or exc.http_status == 404 or exc.grpc_code == "NOT_FOUND":
+        if message != exc.message:
+            option = "--input-tensor-format json" if command == "perf" else "--json-data"
+            hint = f"this server may not support binary tensors: try {option}"
+        elif exc.http_status == 404 or exc.grpc_code == "NOT_FOUND":
+            hint = _not_found_hint(text, command, model)
+        elif "unknown model" in text and (model or not command):
             hint = "`kserve-v2 models` lists the models the server has"
         elif "polling is enabled" in text or "explicit model load" in text:
             hint = "start the server with --model-control-mode=explicit to load and unload models"
@@ -415,7 +481,7 @@ def describe_error(exc: BaseException, url: str) -> tuple[str, str]:
                 "a decoupled model answers over a stream: `kserve-v2 stream MODEL --url grpc://...`"
             )
         elif exc.grpc_code == "UNIMPLEMENTED" or exc.http_status in (405, 501):
-            hint = "this server may not implement that extension (see `kserve-v2 metadata`)"
+            hint = _EXTENSION_HINT
         elif exc.http_status in (401, 403) or exc.grpc_code in (
             "UNAUTHENTICATED",
             "PERMISSION_DENIED",
@@ -439,7 +505,9 @@ def describe_error(exc: BaseException, url: str) -> tuple[str, str]:
         except KServeError:
             endpoint = None
         text = str(exc)
-        if "refused" in text.lower() or "failed to connect" in text.lower():
+        if command == "metrics" and "refused" in text.lower():
+            hint = _METRICS_HINT
+        elif "refused" in text.lower() or "failed to connect" in text.lower():
             hint = (
                 f"is the server running at {url}? (set --url or ${URL_ENV}; Triton's "
                 "defaults: http://host:8000, grpc://host:8001)"

@@ -6,7 +6,8 @@
 * a literal: JSON (``[[1,2],[3,4]]``, ``3.5``, ``["a","b"]``) or plain text (a one-element
   BYTES tensor), with an optional ``:DATATYPE`` suffix (``[1,2]:FP16``);
 * ``@file.npy`` (numpy's format), ``@file.json`` (a literal, or
-  ``{"data": ..., "datatype": ..., "shape": ...}``), or ``@-`` (either, from stdin).
+  ``{"data": ..., "datatype": ..., "shape": ...}``), or ``@-`` (either, from stdin), with the
+  same optional suffix (``@x.npy:FP16``).
 
 Without a datatype a literal takes the model's (from its metadata) when known, else JSON's
 (integers INT64, numbers FP64, text BYTES). A literal whose shape lacks the model's batch
@@ -69,17 +70,25 @@ class InputSpec:
 # -- arguments ------------------------------------------------------------------------------------
 
 
-def add_input_arguments(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
-    """``--input``, ``--shape``, ``--seed``."""
+def add_input_arguments(
+    parser: argparse.ArgumentParser | argparse._ArgumentGroup, *, generated: bool = True
+) -> None:
+    """``--input``, ``--shape``, and (when inputs not given are ``generated`` from the model's
+    metadata; not so offline) ``--seed``."""
+    given = (
+        "an input: a literal ([[1,2],[3,4]]), @file.npy, @file.json or @- (stdin), each "
+        "optionally with :DATATYPE; repeatable"
+    )
     parser.add_argument(
         "-i",
         "--input",
         action="append",
         default=[],
         metavar="NAME=VALUE",
-        help="an input: a literal ([[1,2],[3,4]], optionally :DATATYPE), @file.npy, @file.json "
-        "or @- (stdin); repeatable. Inputs not given are generated from the model's "
-        "metadata (random values of the right datatype and shape)",
+        help=given + ". Inputs not given are generated from the model's metadata (random "
+        "values of the right datatype and shape)"
+        if generated
+        else given + ". Every input must be given",
     )
     parser.add_argument(
         "--shape",
@@ -87,11 +96,14 @@ def add_input_arguments(parser: argparse.ArgumentParser | argparse._ArgumentGrou
         default=[],
         metavar="NAME=D1,D2",
         help="the shape of a generated input (fills its dynamic dimensions, default 1), or "
-        "a reshape of a given one; repeatable",
+        "a reshape of a given one; repeatable"
+        if generated
+        else "a reshape of a given input; repeatable",
     )
-    parser.add_argument(
-        "--seed", type=int, default=0, help="seed of the generated inputs (default 0)"
-    )
+    if generated:
+        parser.add_argument(
+            "--seed", type=int, default=0, help="seed of the generated inputs (default 0)"
+        )
 
 
 def add_request_arguments(parser: argparse.ArgumentParser) -> None:
@@ -154,13 +166,34 @@ def request_kwargs(args: argparse.Namespace) -> dict[str, Any]:
 # -- parsing --------------------------------------------------------------------------------------
 
 
-def _datatype_suffix(text: str) -> tuple[str, str | None]:
-    """Split ``literal:DATATYPE``; the suffix counts only when it names a datatype."""
+def _datatype_suffix(text: str, name: str, *, file: bool = False) -> tuple[str, str | None]:
+    """Split ``literal:DATATYPE`` (or ``file:DATATYPE``); the suffix counts only when it names
+    a datatype. One that only looks like a datatype (``:INT33``) after a JSON literal or a
+    file that exists is refused, not taken for text."""
+    import os
+    import re
+
     from kserve_v2.datatypes import DATATYPE_BY_NAME
 
     head, sep, tail = text.rpartition(":")
-    if sep and tail.upper() in DATATYPE_BY_NAME:
+    if not sep:
+        return text, None
+    if tail.upper() in DATATYPE_BY_NAME:
         return head, tail.upper()
+    if re.fullmatch(r"[A-Z][A-Z0-9]*", tail):
+        if file:
+            meant = head == "-" or os.path.isfile(head)
+        else:
+            try:
+                json.loads(head)
+                meant = True
+            except ValueError:
+                meant = False
+        if meant:
+            raise CLIError(
+                f"--input {name}: unknown datatype {tail!r}",
+                hint=f"datatypes: {', '.join(DATATYPE_BY_NAME)}",
+            )
     return text, None
 
 
@@ -195,7 +228,11 @@ def parse_input(text: str, stdin: Any = None) -> InputSpec:
     if not sep or not name:
         raise CLIError(f"--input wants NAME=VALUE, not {text!r}")
     if value.startswith("@"):
-        source = value[1:]
+        import os
+
+        source, named = value[1:], None
+        if not os.path.isfile(source):  # a file's own name may end in ":INT8"
+            source, named = _datatype_suffix(source, name, file=True)
         if source == "-":
             stream = stdin if stdin is not None else sys.stdin.buffer
             data = stream.read()
@@ -208,8 +245,8 @@ def parse_input(text: str, stdin: Any = None) -> InputSpec:
                 raise CLIError(f"--input {name}: cannot read {source}: {exc.strerror}") from None
             what = f"--input {name}=@{source}"
         loaded, datatype, shape = _load_bytes(data, what)
-        return InputSpec(name, loaded, datatype, shape)
-    literal, datatype = _datatype_suffix(value)
+        return InputSpec(name, loaded, named or datatype, shape)
+    literal, datatype = _datatype_suffix(value, name)
     try:
         loaded = json.loads(literal)
     except ValueError:
@@ -308,8 +345,8 @@ def _cast(value: Any, datatype: str, name: str) -> Any:
     cast = value.astype(numpy_dtype(dt))
     if not np.array_equal(cast, value):
         raise CLIError(
-            f"--input {name}: the {value.dtype} values do not all fit {datatype}; "
-            f"convert them, or name the datatype (NAME=...:{datatype})"
+            f"--input {name}: the {value.dtype} values do not all fit {datatype}",
+            hint=f"convert them to {datatype} first",
         )
     return cast
 
@@ -339,6 +376,17 @@ def build_inputs(
             raise CLIError(
                 f"model {metadata.name} has no input {', '.join(sorted(unknown))} (inputs: {names})"
             )
+        unshaped = set(shapes) - set(meta)
+        if unshaped:
+            names = ", ".join(meta) or "none"
+            raise CLIError(
+                f"--shape {', '.join(sorted(unshaped))}: model {metadata.name} has no such "
+                f"input (inputs: {names})"
+            )
+    else:
+        unshaped = set(shapes) - given
+        if unshaped:
+            raise CLIError(f"--shape {', '.join(sorted(unshaped))}: no --input of that name")
     inputs = []
     for spec in specs:
         tensor_meta = meta.get(spec.name)

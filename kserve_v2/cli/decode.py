@@ -46,8 +46,19 @@ def run(args: argparse.Namespace) -> int:
     from kserve_v2.cli.dump import describe_body
     from kserve_v2.rest import codec
 
+    if args.header_length is not None and args.header_length < 0:
+        raise _common.CLIError(f"--header-length must be >= 0, got {args.header_length}")
     data = sys.stdin.buffer.read() if args.file == "-" else Path(args.file).read_bytes()
+    name = "stdin" if args.file == "-" else args.file
+    if not data.strip():
+        raise _common.CLIError(f"{name} is empty")
+    if data.lstrip().startswith((b">>", b"<<")):
+        raise _common.CLIError(
+            f"{name} looks like --dump output, which is not a body",
+            hint="save a body with `curl -i ... > response.http` or `kserve-v2 encode --body FILE`",
+        )
     header_length = args.header_length
+    length_from = "--header-length"
     kind = args.kind
     first_line = ""
     headers: dict[str, str] = {}
@@ -56,7 +67,11 @@ def run(args: argparse.Namespace) -> int:
         first_line, headers, data = message.first_line, message.headers, message.body
         kind = kind or ("request" if message.is_request else "response")
         if header_length is None and codec.HEADER_LENGTH.lower() in headers:
-            header_length = int(headers[codec.HEADER_LENGTH.lower()])
+            length_from = codec.HEADER_LENGTH
+            text = headers[codec.HEADER_LENGTH.lower()].strip()
+            if not text.isdigit():
+                raise _common.CLIError(f"{length_from}: {text!r} is not a length")
+            header_length = int(text)
     if header_length is None:
         try:
             json.loads(data)
@@ -65,6 +80,10 @@ def run(args: argparse.Namespace) -> int:
                 "the body is not all JSON: give --header-length N (its "
                 "Inference-Header-Content-Length), or a saved HTTP message"
             ) from None
+    elif header_length > len(data):
+        raise _common.CLIError(
+            f"{length_from} {header_length} is larger than the body ({len(data)} bytes)"
+        )
     head = data if header_length is None else data[:header_length]
     try:
         header = json.loads(head)

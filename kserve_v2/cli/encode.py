@@ -27,7 +27,7 @@ OPTIONS = ("output",)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    _tensors.add_input_arguments(parser)
+    _tensors.add_input_arguments(parser, generated=False)
     parser.add_argument(
         "-o",
         "--output",
@@ -77,7 +77,8 @@ def run(args: argparse.Namespace) -> int:
     else:
         sys.stdout.buffer.write(data)
         sys.stdout.flush()
-    target = args.body or "body.bin"
+    # Without --body the body went to stdout: curl reads it from a pipe (@-).
+    target = args.body or "-"
     curl = (
         f"curl -s -i -H 'Content-Type: {headers.get('Content-Type')}'"
         + (f" -H '{codec.HEADER_LENGTH}: {header_length}'" if header_length else "")
@@ -99,7 +100,7 @@ def run(args: argparse.Namespace) -> int:
             if header_length
             else "JSON body (no binary part)",
             f"Content-Length: {len(data)}",
-            curl,
+            curl if args.body else f"send it with: kserve-v2 encode ... | {curl}",
         ]
         info.write("\n".join(lines) + "\n")
     return 0

@@ -21,7 +21,8 @@ import time
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from kserve_v2.cli import _common
+from kserve_v2.cli import _common, _streams
+from kserve_v2.errors import ServerError
 
 if TYPE_CHECKING:
     from kserve_v2 import Client
@@ -56,7 +57,6 @@ def _grpc_events(
     import numpy as np
 
     from kserve_v2 import InferInput
-    from kserve_v2.datatypes import DATATYPE_BY_NAME, numpy_dtype
 
     metadata = client.model_metadata(args.model, args.model_version)
     meta = {t.name: t for t in metadata.inputs}
@@ -69,18 +69,14 @@ def _grpc_events(
         if tensor is None:
             parameters[key] = value
             continue
-        dt = DATATYPE_BY_NAME[tensor.datatype]
-        data = (
-            np.array([str(value).encode()], dtype=object)
-            if tensor.datatype == "BYTES"
-            else np.array([value], dtype=numpy_dtype(dt))
-        )
+        # The input checks the value against its datatype (an error names the input).
+        data = [str(value) if tensor.datatype == "BYTES" else value]
         inputs.append(InferInput(key, data, datatype=tensor.datatype))
     with client.stream() as stream:
-        request = stream.send(
-            args.model, inputs, version=args.model_version, parameters=parameters or None
-        )
-        for result in request:
+        stream.send(args.model, inputs, version=args.model_version, parameters=parameters or None)
+        for result in _streams.responses_until_over(stream):
+            if isinstance(result, ServerError):
+                raise result
             event: dict[str, Any] = {"model_name": result.model_name}
             if result.model_version:
                 event["model_version"] = result.model_version
@@ -116,22 +112,20 @@ def run(args: argparse.Namespace) -> int:
         answers = []
         for event in events:
             text = event.get("text_output")
-            if args.json and not args.no_stream:
-                out.write(json.dumps(_common.to_jsonable(event)) + "\n")
-            elif args.json:
+            if args.no_stream:  # over gRPC: the pieces make one answer
                 answers.append(event)
-            elif isinstance(text, str):
-                out.write(text)
-            else:
+            elif args.json or not isinstance(text, str):
                 out.write(json.dumps(_common.to_jsonable(event)) + "\n")
+            else:
+                out.write(text)
             if isinstance(text, str):
                 pieces.append(text)
             out.flush()
-    if args.json and args.no_stream:
+    if args.no_stream:
         answer = answers[-1] if len(answers) == 1 else {"events": answers}
         if len(answers) > 1:
             answer["text_output"] = "".join(pieces)
-        _common.emit(args, answer, "")
+        _common.emit(args, answer, str(answer.get("text_output", answer)))
     elif not args.json:
         elapsed = time.perf_counter() - started
         out.write("\n")

@@ -1,6 +1,9 @@
 """Inference over a gRPC bidirectional stream (ModelStreamInfer): each response is printed as
 it arrives, with its final flag; decoupled models answer one request with any number of
-responses.
+responses. An error response is printed in its place and the stream goes on (the exit status
+is then 1). Once the requests are sent the sending side is ended, and the command waits at
+most --timeout for the responses still due (servers other than Triton mark no final response:
+their stream ends after their last one).
 
 The inputs and options are those of `infer`. --repeat N sends the request N times on the same
 stream (with --sequence-id, the first starts the sequence and the last ends it). With --json
@@ -17,8 +20,10 @@ import argparse
 import json
 import sys
 import time
+from typing import TextIO
 
-from kserve_v2.cli import _common, _tensors
+from kserve_v2.cli import _common, _streams, _tensors
+from kserve_v2.errors import ServerError
 
 __all__ = ["OPTIONS", "add_arguments", "run"]
 
@@ -56,7 +61,12 @@ def run(args: argparse.Namespace) -> int:
         inputs, _ = prepare_inputs(args, client, args.model)
         outputs = _tensors.parse_outputs(args.output) or None
         started = time.perf_counter()
-        with client.stream(enable_empty_final_response=True) as stream:
+        failed = 0
+        # Triton's empty final response shows where a decoupled model's answer ends; other
+        # servers would take the request for it as a parameter for the model, and not answer.
+        with client.stream(
+            enable_empty_final_response=_streams.flags_final_responses(client)
+        ) as stream:
             ids = []
             for index in range(args.repeat):
                 call = dict(kwargs)
@@ -69,9 +79,13 @@ def run(args: argparse.Namespace) -> int:
                     call["request_id"] = f"{args.request_id}-{index + 1}"
                 stream.send(args.model, inputs, outputs=outputs, **call)
                 ids.append(index)
-            for result in stream:
+            for result in _streams.responses_until_over(stream):
                 count += 1
                 elapsed = time.perf_counter() - started
+                if isinstance(result, ServerError):
+                    failed += 1
+                    _print_error(args, out, style, count, elapsed, result)
+                    continue
                 if args.json:
                     record = {
                         "response": count,
@@ -91,5 +105,24 @@ def run(args: argparse.Namespace) -> int:
                         out.write(body + "\n")
                 out.flush()
     if not args.json:
-        out.write(f"{count} response(s) to {len(ids)} request(s)\n")
-    return 0
+        errors = f", {failed} of them error(s)" if failed else ""
+        out.write(f"{count} response(s) to {len(ids)} request(s){errors}\n")
+    return 1 if failed else 0
+
+
+def _print_error(
+    args: argparse.Namespace,
+    out: TextIO,
+    style: _common.Style,
+    count: int,
+    elapsed: float,
+    error: ServerError,
+) -> None:
+    """An error response, in its place among the others (the stream goes on after it)."""
+    if args.json:
+        record = {"response": count, "elapsed_s": round(elapsed, 6), "error": error.message}
+        out.write(json.dumps(record) + "\n")
+    else:
+        head = f"response {count}  {elapsed * 1000:.1f} ms  " + style("error", "red", "bold")
+        out.write(style(head, "bold") + f"\n  {error.message}\n")
+    out.flush()

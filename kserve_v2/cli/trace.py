@@ -3,7 +3,7 @@
 examples:
   kserve-v2 trace
   kserve-v2 trace get --model simple
-  kserve-v2 trace set trace_rate=100 trace_level=TIMESTAMPS,TENSORS --model simple
+  kserve-v2 trace set trace_rate=100 --model simple
   kserve-v2 trace set trace_rate=null --model simple      # back to the global setting
 """
 

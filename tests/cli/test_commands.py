@@ -150,6 +150,15 @@ def test_shm_status(cli: Runner, server_url: str, triton: TritonServer) -> None:
     assert row == ["system", name, region.key, "0", "4096"]
 
 
+def test_shm_status_of_a_missing_region(cli: Runner, server_url: str) -> None:
+    result = cli("shm", "status", "--system", "--region", "no_such_region", "--url", server_url)
+    assert result.status == 1
+    assert "'no_such_region'" in result.err
+    assert "hint: `kserve-v2 shm status` without --region lists the registered regions" in (
+        result.err
+    )
+
+
 def test_trace_get_and_set(cli: Runner, server_url: str) -> None:
     data = cli("trace", "--url", server_url, "--json").json()
     assert isinstance(data, dict)
@@ -164,6 +173,20 @@ def test_trace_get_and_set(cli: Runner, server_url: str) -> None:
         "trace", "set", "trace_rate=null", "--model", "identity_int8", "--url", server_url, "--json"
     ).json()
     assert reset["trace_rate"] == data["trace_rate"]  # type: ignore[index]
+
+
+def test_trace_help_examples_work(cli: Runner, server_url: str) -> None:
+    from kserve_v2.cli import trace
+
+    examples = [
+        line.split("#")[0].split()[1:]
+        for line in (trace.__doc__ or "").splitlines()
+        if line.strip().startswith("kserve-v2 trace")
+    ]
+    assert examples
+    for argv in examples:  # the last one puts the model's setting back
+        result = cli(*argv, "--url", server_url)
+        assert result.status == 0, (argv, result.err)
 
 
 def test_log_get_and_set(cli: Runner, server_url: str) -> None:
@@ -201,6 +224,13 @@ def test_metrics(cli: Runner, server_url: str, triton: TritonServer) -> None:
     assert rows[1][1] == 'model="identity_int8",version="1"'
     assert int(rows[1][2]) >= 1
     assert rows[-1][0] == "1"  # "1 sample(s) of 1 metric(s)"
+
+
+def test_metrics_url_of_the_inference_port(cli: Runner, triton: TritonServer) -> None:
+    result = cli("metrics", "--metrics-url", triton.http_url, "--url", triton.http_url)
+    assert result.status == 1
+    assert "(HTTP 404)" in result.err
+    assert "hint: set --metrics-url to where the server serves metrics" in result.err
 
 
 # -- infer ----------------------------------------------------------------------------------------
@@ -388,6 +418,28 @@ def test_stream(cli: Runner, server_url: str) -> None:
     assert human.splitlines()[-1] == "4 response(s) to 1 request(s)"
 
 
+def test_stream_prints_an_error_response_in_its_place_and_goes_on(
+    cli: Runner, triton: TritonServer
+) -> None:
+    args = ("stream", "repeat_decoupled", "-i", "IN=[1]", "-i", "REPEAT=[3]", "-i", "ERROR_AT=[1]")
+    url = f"grpc://{triton.grpc_url}"
+    result = cli(*args, "--url", url, "--json")
+    assert result.status == 1
+    lines = result.json_lines()
+    assert [r.get("error", "") for r in lines] == [  # type: ignore[attr-defined]
+        "",
+        "kserve-v2 test failure: deliberate error",
+        "",
+        "",
+    ]
+    assert [_outputs(r)["IDX"]["data"] for r in (lines[0], lines[2])] == [[0], [2]]  # type: ignore[index]
+    assert lines[3]["final"] is True  # type: ignore[index]
+    human = cli(*args, "--url", url)
+    assert human.status == 1
+    assert "  kserve-v2 test failure: deliberate error" in human.out
+    assert human.out.splitlines()[-1] == "4 response(s) to 1 request(s), 1 of them error(s)"
+
+
 def test_stream_sequence(cli: Runner, triton: TritonServer) -> None:
     # gRPC only: streams are (the HTTP refusal is tested above)
     responses = cli(
@@ -412,6 +464,34 @@ def test_generate(cli: Runner, server_url: str) -> None:
         "--json",
     ).json()  # fmt: skip
     assert answer["text_output"] == "hello there"  # type: ignore[index]
+
+
+def test_generate_over_grpc_without_streaming_prints_one_answer(
+    cli: Runner, triton: TritonServer
+) -> None:
+    url = f"grpc://{triton.grpc_url}"
+    result = cli(
+        "generate", "text_generate", "--text", "one two three", "--no-stream", "--url", url
+    )
+    assert result.status == 0, result.err
+    assert result.out == "one two three\n"
+    assert "piece(s)" not in result.err  # the streaming footer
+    answer = cli(
+        "generate", "text_generate", "--text", "one two", "--no-stream", "--url", url, "--json"
+    ).json()
+    assert answer["text_output"] == "one two"  # type: ignore[index]
+    assert len(answer["events"]) == 2  # type: ignore[index]
+
+
+def test_generate_over_grpc_checks_a_field_against_its_input(
+    cli: Runner, triton: TritonServer
+) -> None:
+    url = f"grpc://{triton.grpc_url}"
+    result = cli("generate", "text_generate", "--text", "a b", "-p", "max_tokens=abc", "--url", url)
+    assert result.status == 1
+    assert "'max_tokens'" in result.err
+    assert "'abc' is not a valid INT32 element" in result.err
+    assert "Traceback" not in result.err
 
 
 # -- load and unload (a server with explicit model control) --------------------------------------
@@ -495,6 +575,25 @@ def test_usage_errors(cli: Runner, server_url: str) -> None:
     assert result.status == 2
     assert "model simple has no input NOPE (inputs: INPUT0, INPUT1)" in result.err
     assert cli("infer", "--url", server_url).status == 2  # argparse: MODEL missing
+
+
+def test_infer_usage_errors_name_the_value(cli: Runner, server_url: str, tmp_path: Path) -> None:
+    result = cli("infer", "simple", "-i", SIMPLE_IN0 + ":INT33", "--url", server_url)
+    assert result.status == 2
+    assert "--input INPUT0: unknown datatype 'INT33'" in result.err
+    result = cli("infer", "identity_fp32", "--shape", "NOPE=1,2", "--url", server_url)
+    assert result.status == 2
+    assert "--shape NOPE: model identity_fp32 has no such input (inputs: INPUT0)" in result.err
+    big, small = tmp_path / "big.npy", tmp_path / "small.npy"
+    np.save(big, np.array([[1000, 2]], dtype=np.int64))
+    np.save(small, np.array([[1, 2]], dtype=np.int64))
+    result = cli("infer", "identity_int8", "-i", f"INPUT0=@{big}", "--url", server_url)
+    assert result.status == 2
+    assert "the int64 values do not all fit INT8" in result.err
+    assert "hint: convert them to INT8 first" in result.err
+    result = cli("infer", "identity_int8", "-i", f"INPUT0=@{small}:INT8", "--url", server_url)
+    assert result.status == 0, result.err
+    assert "OUTPUT0  INT8  [1, 2]" in result.out
 
 
 # -- the real entry point -------------------------------------------------------------------------

@@ -8,12 +8,15 @@ import json
 import random
 import subprocess
 import sys
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from kserve_v2 import InferInput, InferRequest, InvalidInputError, RequestedOutput
+from kserve_v2 import InferInput, InferRequest, InvalidInputError, RequestedOutput, ServerError
 from kserve_v2.cli import COMMANDS, _tensors
 from kserve_v2.cli._common import CLIError, describe_error, parse_headers
 from kserve_v2.cli._httpmsg import parse_http_message
@@ -351,3 +354,226 @@ def test_pyproject_names_the_entry_point() -> None:
     text = (ROOT / "pyproject.toml").read_text()  # (tomllib is 3.11+)
     assert '\nkserve-v2 = "kserve_v2.cli:main"\n' in text
     assert "\ncli = [" in text  # the optional extra: rich, matplotlib
+
+
+# -- what a usage error or a server's refusal says ----------------------------------------------
+
+
+class _BareHandler(BaseHTTPRequestHandler):
+    """A server that is no KServe v2 one: 404 for health, no extensions, 400 for POST."""
+
+    protocol_version = "HTTP/1.1"
+
+    def _send(self, status: int, body: bytes) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_GET(self) -> None:
+        if self.path == "/v2":
+            self._send(200, b'{"name": "bare", "version": "0", "extensions": []}')
+        else:
+            self._send(404, b'{"error": "not found"}')
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        self._send(400, b'{"error": "cannot parse the body"}')
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def bare_url() -> Iterator[str]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _BareHandler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+
+
+MODELS_HINT = "`kserve-v2 models` lists the models the server has"
+EXTENSION_HINT = "this server may not implement that extension (see `kserve-v2 metadata`)"
+
+
+def test_not_found_hints_fit_the_command() -> None:
+    unknown = ServerError("Request for unknown model: 'nope' is not found", http_status=404)
+    plain = ServerError("Not Found", http_status=404)
+    region = ServerError("Unable to find system shared memory region: 'r'", http_status=404)
+
+    def hint(exc: ServerError, command: str, model: str = "") -> str:
+        return describe_error(exc, "http://h", command=command, model=model)[1]
+
+    assert hint(unknown, "metadata", "nope") == MODELS_HINT
+    assert hint(unknown, "config", "nope") == MODELS_HINT
+    assert hint(plain, "infer", "m") == MODELS_HINT  # v2/models/m/infer: about the model
+    assert hint(plain, "models") == EXTENSION_HINT  # never the command that just failed
+    for command in ("config", "stats", "trace", "log", "shm", "generate", "load"):
+        assert hint(plain, command, "m" if command != "shm" else "") == EXTENSION_HINT
+    assert (
+        hint(region, "shm")
+        == "`kserve-v2 shm status` without --region lists the registered regions"
+    )
+    assert hint(region, "infer", "m") == "`kserve-v2 shm status` lists the registered regions"
+    assert "--metrics-url" in hint(plain, "metrics")
+    grpc = ServerError("Unable to find system shared memory region: 'r'", grpc_code="NOT_FOUND")
+    assert "shm status" in hint(grpc, "shm")
+
+
+def test_extension_endpoints_missing_over_http(cli: Runner, stub_url: str) -> None:
+    for argv in (("trace", "get"), ("log",), ("shm", "status"), ("stats",)):
+        result = cli(*argv, "--url", stub_url)
+        assert result.status == 1, argv
+        assert "(HTTP 404)" in result.err, argv
+        assert f"hint: {EXTENSION_HINT}" in result.err, argv
+    config = cli("config", "nope", "--url", stub_url)
+    assert f"hint: {MODELS_HINT}" in config.err  # the stub's 404 says "unknown model"
+    metrics = cli("metrics", "--metrics-url", f"{stub_url}/metrics", "--url", stub_url)
+    assert metrics.status == 1
+    assert "hint: set --metrics-url to where the server serves metrics" in metrics.err
+    assert MODELS_HINT not in metrics.err
+
+
+def test_refused_metrics_point_at_metrics_url(cli: Runner) -> None:
+    result = cli("metrics", "--metrics-url", "http://127.0.0.1:9/metrics", "--timeout", "5")
+    assert result.status == 1
+    assert "cannot reach the server" in result.err
+    assert "hint: set --metrics-url to where the server serves metrics" in result.err
+    assert "--url" not in result.err
+
+
+def test_unknown_datatype_suffix(tmp_path: Path) -> None:
+    with pytest.raises(CLIError, match="--input INPUT0: unknown datatype 'INT33'"):
+        _tensors.parse_input("INPUT0=[[1,2,3]]:INT33")
+    assert _tensors.parse_input("T=hello:WORLD").value == ["hello:WORLD"]  # text, not JSON
+    np.save(tmp_path / "x.npy", np.arange(3, dtype=np.int64))
+    spec = _tensors.parse_input(f"X=@{tmp_path / 'x.npy'}:INT8")
+    assert (spec.datatype, spec.value.tolist()) == ("INT8", [0, 1, 2])
+    with pytest.raises(CLIError, match="unknown datatype 'INT33'"):
+        _tensors.parse_input(f"X=@{tmp_path / 'x.npy'}:INT33")
+    odd = tmp_path / "odd.json:INT8"  # a file whose own name ends like a suffix
+    odd.write_text("[1, 2]")
+    assert _tensors.parse_input(f"X=@{odd}").datatype is None
+    with pytest.raises(CLIError, match="cannot read"):
+        _tensors.parse_input(f"X=@{tmp_path / 'missing.npy'}:INT8")
+
+
+def test_shape_and_values_that_do_not_fit() -> None:
+    metadata = ModelMetadata("m", inputs=(TensorMetadata("INPUT0", "INT8", (-1, -1)),))
+    with pytest.raises(
+        CLIError, match=r"--shape NOPE: model m has no such input \(inputs: INPUT0\)"
+    ):
+        _tensors.build_inputs([], metadata, shapes={"NOPE": (1, 2)})
+    with pytest.raises(CLIError, match="--shape NOPE: no --input of that name"):
+        _tensors.build_inputs([_tensors.parse_input("X=[1]")], None, shapes={"NOPE": (1,)})
+    big = _tensors.InputSpec("INPUT0", np.array([[1000]], dtype=np.int64))
+    with pytest.raises(CLIError, match="the int64 values do not all fit INT8") as caught:
+        _tensors.build_inputs([big], metadata)
+    assert caught.value.hint == "convert them to INT8 first"
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "message"),
+    [
+        ("--measurement-interval", "0", "--measurement-interval must be positive, got 0"),
+        ("--percentile", "150", "--percentile must be 1 to 100, got 150"),
+        ("--stability", "-5", "--stability must be a percentage >= 0, got -5"),
+        ("--max-trials", "0", "--max-trials must be at least 1, got 0"),
+        ("--measurement-request-count", "0", "--measurement-request-count must be at least 1"),
+    ],
+)
+def test_perf_measurement_options_out_of_range(
+    cli: Runner, option: str, value: str, message: str
+) -> None:
+    result = cli("perf", "simple", option, value, "--url", "http://127.0.0.1:9")
+    assert result.status == 2
+    assert message in result.err
+    assert "cannot reach" not in result.err  # refused before the server is asked
+
+
+def test_binary_refused_names_the_cli_option(cli: Runner, bare_url: str) -> None:
+    result = cli(
+        "infer", "m", "--binary", "--no-metadata", "-i", "X=[1,2]:INT32", "--url", bare_url
+    )
+    assert result.status == 1
+    assert "binary=False" not in result.err
+    assert "cannot parse the body (HTTP 400)" in result.err
+    assert "hint: this server may not support binary tensors: try --json-data" in result.err
+
+
+def test_health_says_what_the_server_answered(cli: Runner, bare_url: str) -> None:
+    result = cli("health", "--url", bare_url)
+    assert result.status == 1
+    assert "live:  no (the server answered HTTP 404)" in result.out
+    data = cli("health", "--url", bare_url, "--json").json()
+    assert isinstance(data, dict)
+    assert (data["live"], data["live_status"]) == (False, 404)
+
+
+def test_health_json_of_an_unreachable_server(cli: Runner) -> None:
+    # Like every command's --json: the error goes to stderr, stdout stays empty, exit 1.
+    result = cli("health", "--url", "http://127.0.0.1:9", "--timeout", "5", "--json")
+    assert result.status == 1
+    assert result.out == ""
+    assert "cannot reach the server" in result.err
+
+
+def test_connection_option_usage_errors(cli: Runner, tmp_path: Path) -> None:
+    missing = tmp_path / "nonexistent.pem"
+    for argv, message in (
+        (("--ca-file", str(missing)), f"--ca-file: no such file {missing}"),
+        (("--key-file", str(missing)), "--key-file needs --cert-file"),
+        (("--timeout", "0"), "argument --timeout: wants a positive number of seconds, not '0'"),
+        (("--timeout", "-1"), "argument --timeout: wants a positive number of seconds, not '-1'"),
+    ):
+        result = cli("health", "--url", "https://127.0.0.1:9", *argv)
+        assert result.status == 2, argv
+        assert message in result.err, argv
+    result = cli("conformance", "--http", "http://127.0.0.1:9", "--timeout", "0")
+    assert result.status == 2
+    assert "argument --timeout: wants a positive number of seconds" in result.err
+
+
+def test_decode_refuses_what_is_not_a_body(cli: Runner, tmp_path: Path) -> None:
+    body = tmp_path / "body.bin"
+    assert cli("encode", "-i", "X=[1,2]:INT32", "--body", str(body)).status == 0
+    size = body.stat().st_size
+    too_long = cli("decode", str(body), "--header-length", "99999")
+    assert too_long.status == 2
+    assert f"--header-length 99999 is larger than the body ({size} bytes)" in too_long.err
+    negative = cli("decode", str(body), "--header-length", "-1")
+    assert negative.status == 2
+    assert "--header-length must be >= 0, got -1" in negative.err
+    empty = tmp_path / "empty.bin"
+    empty.write_bytes(b"")
+    assert f"{empty} is empty" in cli("decode", str(empty)).err
+    dump = tmp_path / "dump.txt"
+    dump.write_text(">> POST /v2/models/simple/infer HTTP/1.1\n   content-type: application/json\n")
+    result = cli("decode", str(dump))
+    assert result.status == 2
+    assert "looks like --dump output, which is not a body" in result.err
+    assert "hint:" in result.err
+
+
+def test_encode_to_stdout_suggests_a_pipe() -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "kserve_v2", "encode", "-i", "X=[1,2]:INT32"],
+        capture_output=True, cwd=ROOT, timeout=120, check=True,
+    )  # fmt: skip
+    assert proc.stdout  # the body
+    err = proc.stderr.decode()
+    assert "| curl " in err
+    assert "--data-binary @- " in err
+    assert "body.bin" not in err
+    help_text = subprocess.run(
+        [sys.executable, "-m", "kserve_v2", "encode", "--help"],
+        capture_output=True, text=True, cwd=ROOT, timeout=120, check=True,
+    ).stdout  # fmt: skip
+    assert "generated" not in help_text
+    assert "--seed" not in help_text

@@ -245,7 +245,7 @@ def parse_range(spec: str, what: str, integer: bool) -> list[float]:
 
 def _prepare(args: argparse.Namespace) -> tuple[LoadConfig, int, list[Step], dict[str, Any]]:
     """The load configuration (inputs from the model's metadata), batch size, steps, notes."""
-    from kserve_v2.cli import _tensors
+    from kserve_v2.cli import _streams, _tensors
     from kserve_v2.cli.infer import prepare_inputs
     from kserve_v2.cli.perf.load import LoadConfig, Step
     from kserve_v2.errors import KServeError
@@ -258,6 +258,7 @@ def _prepare(args: argparse.Namespace) -> tuple[LoadConfig, int, list[Step], dic
             config = client.model_config(args.model, args.model_version)
         except KServeError:
             config = {}
+        flags_final = client.protocol == "grpc" and _streams.flags_final_responses(client)
     max_batch = int(config.get("max_batch_size", 0) or 0)
     batch = inputs[0].shape[0] if max_batch > 0 and inputs and inputs[0].shape else 1
     decoupled = bool(config.get("model_transaction_policy", {}).get("decoupled"))
@@ -273,6 +274,13 @@ def _prepare(args: argparse.Namespace) -> tuple[LoadConfig, int, list[Step], dic
         notes["streaming"] = "the model is decoupled: requests go over a gRPC stream"
     if streaming and not grpc:
         raise _common.CLIError("--streaming needs a grpc:// URL")
+    if streaming and not flags_final:
+        # A streamed request is timed to its final response: without one it never ends.
+        raise _common.CLIError(
+            "--streaming needs a server that marks each request's final response on a "
+            "stream (Triton's ModelStreamInfer); this one does not list Triton's "
+            "'parameters' extension",
+        )
     sequence_length = args.sequence_length
     if sequence_length is None:
         sequence_length = 20 if "sequence_batching" in config else 0
@@ -363,6 +371,24 @@ async def _measure(
     return results, server
 
 
+def _check_measurement(args: argparse.Namespace) -> None:
+    """Refuse measurement options out of range before the server is asked anything."""
+    if not args.measurement_interval > 0:  # NaN fails too
+        raise _common.CLIError(
+            f"--measurement-interval must be positive, got {args.measurement_interval:g}"
+        )
+    if args.measurement_request_count < 1:
+        raise _common.CLIError(
+            f"--measurement-request-count must be at least 1, got {args.measurement_request_count}"
+        )
+    if not 0 <= args.stability < float("inf"):
+        raise _common.CLIError(f"--stability must be a percentage >= 0, got {args.stability:g}")
+    if args.max_trials < 1:
+        raise _common.CLIError(f"--max-trials must be at least 1, got {args.max_trials}")
+    if args.percentile is not None and not 1 <= args.percentile <= 100:
+        raise _common.CLIError(f"--percentile must be 1 to 100, got {args.percentile}")
+
+
 def run(args: argparse.Namespace) -> int:
     import asyncio
     import json
@@ -373,13 +399,14 @@ def run(args: argparse.Namespace) -> int:
 
     if args.dump:
         raise _common.CLIError("--dump does not go with perf (use it with infer)")
+    _check_measurement(args)
     load, batch, steps, notes = _prepare(args)
     measurement = Measurement(
         mode="count" if args.measurement_mode == "count_windows" else "time",
         interval=args.measurement_interval / 1000,
         count=args.measurement_request_count,
         stability=args.stability,
-        max_trials=max(1, args.max_trials),
+        max_trials=args.max_trials,
         percentile=args.percentile,
     )
     for note in notes.values():
