@@ -3,7 +3,9 @@
     pytest conformance --http URL --grpc URL [--expected FILE|NAME] [--only PATTERN]
                        [--conformance-report FILE.{json,md,html}] [--junitxml FILE]
 
-Without ``--http``/``--grpc`` a local Triton (``.venv-triton``, see ``scripts/setup.sh``) is
+A URL given that does not answer the server metadata request (nothing listening, not a KServe
+v2 server) makes every test an error with the reason, rather than a skip. Without
+``--http``/``--grpc`` a local Triton (``.venv-triton``, see ``scripts/setup.sh``) is
 started on ``conformance/models`` and its known deviations (``triton-2.51``) apply; without that
 environment the cases are skipped, except in CI (``CI`` set), where they fail.
 
@@ -143,11 +145,14 @@ def conformance_run(
     started = datetime.now(timezone.utc)
     server = None
     if _given(config):
-        target = Target(
-            http=Target.normalize(config.getoption("--http"), "http"),
-            grpc=Target.normalize(config.getoption("--grpc"), "grpc"),
-            local=config.getoption("--local"),
-        )
+        try:
+            target = Target(
+                http=Target.normalize(config.getoption("--http"), "http"),
+                grpc=Target.normalize(config.getoption("--grpc"), "grpc"),
+                local=config.getoption("--local"),
+            )
+        except ValueError as exc:  # a grpc:// URL given to --http, ...
+            pytest.fail(str(exc), pytrace=False)
         expected_name = config.getoption("--expected")
     else:
         from kserve_v2.testing import TritonEnvNotFoundError, find_triton_env
@@ -168,6 +173,16 @@ def conformance_run(
         expected_name = config.getoption("--expected") or LOCAL_EXPECTED
     try:
         run = SuiteRun(Session(target), load_expected(expected_name), server=server)
+        # A URL that does not answer (nothing listening, not a KServe v2 server) would skip
+        # every case of its protocol: an error of every test instead, with the reason.
+        problems = [
+            f"{protocol}: {problem}"
+            for protocol in run.session.protocols()
+            if (problem := run.session.metadata_problem(protocol))
+        ]
+        if problems:
+            run.session.close()
+            pytest.fail("the server could not be checked: " + "; ".join(problems), pytrace=False)
         try:
             yield run
         finally:

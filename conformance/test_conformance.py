@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from kserve_v2.conformance import Case, Outcome, run_case
+from kserve_v2.conformance.cases.management import LOAD_UNLOAD_REFUSED
 
 from .conftest import SuiteRun
 
@@ -27,6 +28,13 @@ def test_case(conformance_case: Case, conformance_run: SuiteRun) -> None:
         result = run_case(conformance_run.session, conformance_case, conformance_run.expected)
     conformance_run.results.append(result)
     if result.outcome == Outcome.SKIPPED:
+        if conformance_run.server is not None and result.message.startswith(LOAD_UNLOAD_REFUSED):
+            # The local Triton is started in explicit model-control mode: the repository
+            # cases must run there, so this skip means the server was not started as meant.
+            pytest.fail(
+                f"the local Triton should allow model load / unload: {result.message}",
+                pytrace=False,
+            )
         pytest.skip(result.message)
     if result.outcome == Outcome.DEVIATION:
         pytest.xfail(f"known deviation: {result.expected_deviation}")

@@ -19,8 +19,9 @@
 # SKIP_SETUP=1 uses the environments as they are (no scripts/setup.sh).
 #
 # Exit status: 0 when every case passed, skipped or failed as a listed deviation; 1 when a case
-# failed that is not listed (a new deviation, or a change of the server), a case broke, or a
-# listed deviation passed. Options other than --server and --out go to `kserve-v2 conformance`.
+# failed that is not listed (a new deviation, or a change of the server), a case broke, a
+# listed deviation passed, or a server could not be checked (its URL did not answer, or no case
+# ran). Options other than --server and --out go to `kserve-v2 conformance`.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"

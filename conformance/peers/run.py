@@ -10,8 +10,9 @@ runs over HTTP and gRPC with the server's known deviations
 ``.html`` (and the server's log) to the output directory.
 
 The exit status is 0 when every case of every server passed, skipped or failed as a listed
-deviation; 1 when a case failed that is not listed, a case broke, or a listed deviation
-passed (the list must lose it).
+deviation; 1 when a case failed that is not listed, a case broke, a listed deviation
+passed (the list must lose it), or a server could not be checked (a URL that did not answer,
+or no case ran).
 
 Example::
 
@@ -112,6 +113,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"{s['suite_seconds']:>7.1f}  {s['seconds']:>7.1f}"
         )
         if s["failed"] or s["error"] or stale:
+            status = 1
+        unchecked = s.get("unchecked") or []  # a URL that did not answer, or no case ran
+        assert isinstance(unchecked, list)
+        for line in unchecked:
+            print(f"{name}: not checked: {line}")
             status = 1
     print(f"reports: {args.out}")
     return status

@@ -1,9 +1,16 @@
 """Run the conformance suite against a KServe v2 / Open Inference Protocol server.
 
 Every case cites the spec sentence it checks and its requirement level (MUST, SHOULD, MAY, or
-expected practice where the text is silent). The exit status is 1 when a MUST case fails (or
-a case breaks), else 0; failures print the request sent, the response received and the
-sentence violated.
+expected practice where the text is silent); failures print the request sent, the response
+received and the sentence violated.
+
+exit status:
+  0  no MUST case failed and no case broke
+  1  a MUST case failed, or a case broke
+  2  usage error (e.g. a grpc:// URL given to --http, or an http:// URL to --grpc)
+  3  the server could not be checked: a URL given did not answer the server metadata request
+     (nothing listening, not a KServe v2 server), or no case ran at all (every case skipped);
+     the reason is printed on stderr
 
 examples:
   kserve-v2 conformance --http http://localhost:8000 --grpc localhost:8001
@@ -22,6 +29,8 @@ import os
 import shutil
 import sys
 from typing import IO, TYPE_CHECKING
+
+from kserve_v2.cli._common import positive_seconds
 
 if TYPE_CHECKING:
     from kserve_v2.conformance.runner import CaseResult, RunResult
@@ -69,7 +78,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--timeout",
-        type=float,
+        type=positive_seconds,
         default=30.0,
         metavar="SECONDS",
         help="timeout of each request (default 30)",
@@ -221,9 +230,14 @@ def run(args: argparse.Namespace) -> int:
     except (OSError, ValueError) as exc:
         sys.stderr.write(f"kserve-v2 conformance: --expected: {exc}\n")
         return 2
+    try:
+        http, grpc = Target.normalize(args.http, "http"), Target.normalize(args.grpc, "grpc")
+    except ValueError as exc:
+        sys.stderr.write(f"kserve-v2 conformance: {exc}\n")
+        return 2
     target = Target(
-        http=Target.normalize(args.http, "http"),
-        grpc=Target.normalize(args.grpc, "grpc"),
+        http=http,
+        grpc=grpc,
         headers=_headers(args.header),
         timeout=args.timeout,
         local=args.local,
@@ -241,4 +255,10 @@ def run(args: argparse.Namespace) -> int:
     print_summary(result, out)
     for path in args.report:
         out.write(f"report: {write_report(result, path)}\n")
+    unchecked = result.unchecked()
+    if unchecked:
+        out.flush()
+        sys.stderr.write("kserve-v2 conformance: the server could not be checked:\n")
+        for line in unchecked:
+            sys.stderr.write(f"  {line}\n")
     return result.exit_status()

@@ -74,6 +74,10 @@ class CaseSkipped(Exception):
     """The case cannot run here (protocol not given, model missing, extension absent, ...)."""
 
 
+#: the URL schemes of each protocol
+_SCHEMES: Mapping[str, tuple[str, ...]] = {"http": ("http", "https"), "grpc": ("grpc", "grpcs")}
+
+
 @dataclass(frozen=True)
 class Target:
     """The server under test.
@@ -92,10 +96,28 @@ class Target:
 
     @staticmethod
     def normalize(url: str | None, scheme: str) -> str | None:
-        """``host:port`` -> ``<scheme>://host:port``; URLs with a scheme are kept."""
+        """``host:port`` -> ``<scheme>://host:port``; URLs with a scheme are kept.
+
+        ``scheme`` is ``"http"`` or ``"grpc"``: a URL whose scheme belongs to the other
+        protocol, or to none (``http``/``https`` for HTTP, ``grpc``/``grpcs`` for gRPC), is a
+        :class:`ValueError`.
+        """
         if not url:
             return None
-        return url if "://" in url else f"{scheme}://{url}"
+        if "://" not in url:
+            return f"{scheme}://{url}"
+        given = url.split("://", 1)[0].lower()
+        allowed = _SCHEMES[scheme]
+        if given not in allowed:
+            flag = "--grpc" if scheme == "grpc" else "--http"
+            hint = ""
+            if given in _SCHEMES["grpc" if scheme == "http" else "http"]:
+                other = "--http" if scheme == "grpc" else "--grpc"
+                hint = f" ({given}:// is a URL for {other})"
+            raise ValueError(
+                f"{flag} {url}: the scheme must be {' or '.join(allowed)}, not {given!r}{hint}"
+            )
+        return url
 
     @property
     def is_local(self) -> bool:

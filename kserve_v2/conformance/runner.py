@@ -34,6 +34,7 @@ from kserve_v2.conformance.spec import DOCUMENTS, EXTENSIONS, Level
 from kserve_v2.errors import KServeError
 
 __all__ = [
+    "EXIT_UNCHECKED",
     "CaseResult",
     "ExpectedDeviations",
     "Outcome",
@@ -42,6 +43,10 @@ __all__ = [
     "run",
     "run_case",
 ]
+
+
+#: the exit status of a run that could not check the server (see :meth:`RunResult.unchecked`)
+EXIT_UNCHECKED: Final = 3
 
 
 class Outcome:
@@ -136,6 +141,9 @@ class RunResult:
     duration: float
     server: dict[str, dict[str, Any] | None]
     expected: ExpectedDeviations
+    #: per protocol given whose server metadata could not be read: why (unreachable, not an
+    #: OIP server, ...); every case of that protocol was skipped
+    unreachable: dict[str, str] = field(default_factory=dict)
 
     def counts(self) -> dict[str, int]:
         counts = dict.fromkeys(Outcome.ALL, 0)
@@ -154,10 +162,32 @@ class RunResult:
             if r.expected_deviation is not None and r.outcome == Outcome.PASSED
         ]
 
+    def unchecked(self) -> list[str]:
+        """Why the run checked less than it was asked to: one line per protocol given whose
+        server could not be reached (or did not answer its server metadata), and one when no
+        case ran at all (every case skipped; the first skip reason). Empty when all is well."""
+        lines = [
+            f"{'HTTP' if protocol == 'http' else 'gRPC'} "
+            f"{self.target.http if protocol == 'http' else self.target.grpc}: {problem}"
+            for protocol, problem in self.unreachable.items()
+        ]
+        if self.results and all(r.outcome == Outcome.SKIPPED for r in self.results):
+            first = self.results[0]
+            lines.append(
+                f"no case ran: all {len(self.results)} were skipped"
+                # the first skip reason, unless it is only the unreachable server again
+                + ("" if lines else f" (the first, {first.case.id}: {first.message})")
+            )
+        return lines
+
     def exit_status(self) -> int:
-        """1 when a MUST case failed (or any case errored), else 0."""
+        """1 when a MUST case failed (or any case errored); else 3 when the server could not
+        be checked (:meth:`unchecked`: a protocol given did not answer, or no case ran); else
+        0."""
         if self.must_failures() or any(r.outcome == Outcome.ERROR for r in self.results):
             return 1
+        if self.unchecked():
+            return EXIT_UNCHECKED
         return 0
 
 
@@ -243,7 +273,12 @@ def run(
             if progress is not None:
                 progress(index, len(cases), result)
         server = {p: session.server_metadata(p) for p in session.protocols()}
-    return RunResult(target, results, started, time.perf_counter() - clock, server, expected)
+        unreachable = {
+            p: problem for p in session.protocols() if (problem := session.metadata_problem(p))
+        }
+    return RunResult(
+        target, results, started, time.perf_counter() - clock, server, expected, unreachable
+    )
 
 
 def sections(results: Iterable[CaseResult]) -> dict[str, dict[str, Any]]:

@@ -57,6 +57,7 @@ def test_json_schema(stub_run: RunResult) -> None:
         "skipped": 4,
         "must_failures": 2,
         "stale_deviations": ["stub.stale"],
+        "unchecked": [],
         "exit_status": 1,
     }
     assert data["server"]["http"]["name"] == "stub"
