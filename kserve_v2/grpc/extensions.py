@@ -205,9 +205,7 @@ def trace_settings_to_rest(settings: Mapping[str, list[str]]) -> dict[str, Any]:
 def decode_trace_settings(data: BytesLike) -> dict[str, Any]:
     response = parse_message(generated().TraceSettingResponse, data)
     # A protobuf map has no order: sorted, so that the same settings read the same each time.
-    return trace_settings_to_rest(
-        {k: list(v.value) for k, v in sorted(response.settings.items())}
-    )
+    return trace_settings_to_rest({k: list(v.value) for k, v in sorted(response.settings.items())})
 
 
 def trace_settings_request(settings: Mapping[str, Any] | None, model: str = "") -> bytes:

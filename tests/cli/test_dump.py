@@ -6,8 +6,8 @@ import pytest
 
 pytest.importorskip("google.protobuf")
 
-from kserve_v2.cli.dump import describe_grpc_message  # noqa: E402
-from kserve_v2.grpc import codec  # noqa: E402
+from kserve_v2.cli.dump import describe_grpc_message
+from kserve_v2.grpc import codec
 
 STREAM = "/inference.GRPCInferenceService/ModelStreamInfer"
 
