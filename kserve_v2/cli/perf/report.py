@@ -103,9 +103,12 @@ def sweep_table(results: Sequence[StepResult], style: Style | None = None) -> st
                 f"{row['client_send_us']:.0f}/{row['client_recv_us']:.0f}"
                 if row["client_timed"]
                 else "-",
-                f"{row['server_queue_us']:.0f}",
+                # Without the server's statistics there is nothing to show, not zeros.
+                f"{row['server_queue_us']:.0f}" if row["server_statistics"] else "-",
                 f"{row['server_compute_input_us']:.0f}/{row['server_compute_infer_us']:.0f}/"
-                f"{row['server_compute_output_us']:.0f}",
+                f"{row['server_compute_output_us']:.0f}"
+                if row["server_statistics"]
+                else "-",
                 row["errors"],
                 "yes" if r.stable else "no",
             )

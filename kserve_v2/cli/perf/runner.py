@@ -177,6 +177,7 @@ class StepResult:
             "server_compute_output_us": phases["compute_output"],
             "client_recv_us": recv,
             "client_timed": stats.timed,  # requests with send/receive times (not streamed)
+            "server_statistics": server.available,  # the server_* times were measured
             "p50_us": h.percentile(50) / 1000,
             "p90_us": h.percentile(90) / 1000,
             "p95_us": h.percentile(95) / 1000,
