@@ -7,7 +7,7 @@ script maps each to its sync twin, so the generated module is the same code on t
 async (one event loop)                      sync (threads)
 ==========================================  ============================================
 :data:`AsyncLock` (``asyncio.Lock``)        :data:`Lock` (``threading.Lock``)
-:data:`AsyncSemaphore`                      :data:`Semaphore`
+:class:`AsyncSemaphore`                     :class:`Semaphore`
 :class:`AsyncCondition`                     :data:`Condition` (``threading.Condition``)
 :class:`AsyncBackground` (a task)           :class:`Background` (a daemon thread)
 :func:`async_sleep` (``asyncio.sleep``)     :func:`sleep` (``time.sleep``)
@@ -52,12 +52,34 @@ T = TypeVar("T")
 
 AsyncLock = asyncio.Lock
 Lock = threading.Lock
-AsyncSemaphore = asyncio.Semaphore
-Semaphore = threading.Semaphore
 Condition = threading.Condition
 #: Wait ``seconds`` (a retry's backoff): the loop runs other tasks meanwhile; a thread blocks.
 async_sleep = asyncio.sleep
 sleep = time.sleep
+
+
+class AsyncSemaphore(asyncio.Semaphore):
+    """``asyncio.Semaphore`` whose wait can be bounded (:meth:`acquire_within`)."""
+
+    async def acquire_within(self, timeout: float | None) -> bool:
+        """Take a slot, waiting at most ``timeout`` seconds (``None``: as long as it takes);
+        whether one was taken."""
+        if timeout is None:
+            return await self.acquire()
+        try:
+            # A slot that came as the wait timed out is kept: wait_for returns it.
+            return await asyncio.wait_for(self.acquire(), timeout)
+        except asyncio.TimeoutError:
+            return False
+
+
+class Semaphore(threading.Semaphore):
+    """``threading.Semaphore`` with :meth:`acquire_within`, the twin of the async one."""
+
+    def acquire_within(self, timeout: float | None) -> bool:
+        """Take a slot, waiting at most ``timeout`` seconds (``None``: as long as it takes);
+        whether one was taken."""
+        return self.acquire(timeout=timeout)
 
 
 class AsyncCondition:

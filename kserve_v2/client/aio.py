@@ -22,7 +22,7 @@ from kserve_v2.backend import Call
 from kserve_v2.client.base import ClientBase
 from kserve_v2.client.extensions import region_call
 from kserve_v2.concurrency import AsyncSemaphore, async_sleep
-from kserve_v2.errors import InvalidInputError, KServeError, TransportError
+from kserve_v2.errors import DeadlineExceededError, InvalidInputError, KServeError, TransportError
 from kserve_v2.hooks import WireHook
 from kserve_v2.interfaces import AsyncChannel, AsyncTransport
 from kserve_v2.messages import InferResult, ModelMetadata, RepositoryModel, ServerMetadata
@@ -82,9 +82,11 @@ class AsyncClient(ClientBase):
             server, or without a URL, get absolute request targets naming it).
         wire_hook: called with a :class:`WireMessage` for every message sent and received.
         verbose: print every message to stderr (credentials redacted).
-        max_concurrency: most requests in flight at once; the others wait their turn (the
-            wait is not part of their ``timeout``). A ``generate_stream`` holds its slot until
-            it ends; gRPC streams (:meth:`stream`) take none.
+        max_concurrency: most requests in flight at once; the others wait their turn. The
+            wait is not part of a request's ``timeout`` but is bounded by it: a request that
+            found no free slot within its timeout fails with
+            :class:`~kserve_v2.DeadlineExceededError`. A ``generate_stream`` holds its slot
+            until it ends (or is closed); gRPC streams (:meth:`stream`) take none.
         grpc: gRPC only: the gRPC settings (:class:`~kserve_v2.GRPCOptions`): transport, grpcio
             channel arguments, credentials, keepalive; or give them as the four keywords below.
         grpc_options: gRPC only: further grpcio channel arguments, added to the defaults
@@ -184,6 +186,7 @@ class AsyncClient(ClientBase):
             )
         # Requests past the limit wait here, before taking a connection or any memory.
         self._limit = AsyncSemaphore(max_concurrency) if max_concurrency else None
+        self._max_concurrency = max_concurrency
 
     def _default_io(self, pool_size: int) -> AsyncTransport | AsyncChannel:
         if self.protocol == "grpc":
@@ -211,8 +214,22 @@ class AsyncClient(ClientBase):
             return await self._retrying(call, retry)
         if self._limit is None:
             return await call.arun(self._io, self._hook)
-        async with self._limit:
+        await self._take_slot(call.timeout)
+        try:
             return await call.arun(self._io, self._hook)
+        finally:
+            self._limit.release()
+
+    async def _take_slot(self, timeout: float | None) -> None:
+        """Wait for one of the ``max_concurrency`` slots, at most the call's timeout."""
+        assert self._limit is not None
+        wait = self.timeout if timeout is None else timeout
+        if not await self._limit.acquire_within(None if wait == math.inf else wait):
+            raise DeadlineExceededError(
+                f"no free slot within {wait:g} s: max_concurrency={self._max_concurrency} "
+                "requests hold them all (a generate_stream not closed?)",
+                url=self.url,
+            )
 
     async def _read(self, call: Call[T, Any, Any]) -> T:
         """Run an idempotent call: retried when the client has a retry policy."""
@@ -235,8 +252,11 @@ class AsyncClient(ClientBase):
             try:
                 if self._limit is None:
                     return await call.arun(self._io, self._hook)
-                async with self._limit:  # not held while sleeping
+                await self._take_slot(call.timeout)  # not held while sleeping
+                try:
                     return await call.arun(self._io, self._hook)
+                finally:
+                    self._limit.release()
             except KServeError as exc:
                 tries += 1
                 if tries >= policy.attempts or not policy.retries(exc, mode):
@@ -969,20 +989,26 @@ class AsyncClient(ClientBase):
         events = call.astream(cast(AsyncTransport, self._io), self._hook)
         if self._limit is None:
             return AsyncGenerateStream(events)
-        return AsyncGenerateStream(self._limited(events, self._limit))
+        return AsyncGenerateStream(self._limited(events, self._limit, timeout))
 
-    @staticmethod
     async def _limited(
-        events: AsyncGenerator[T, None], limit: AsyncSemaphore
+        self, events: AsyncGenerator[T, None], limit: AsyncSemaphore, timeout: float | None
     ) -> AsyncGenerator[T, None]:
         # The slot is taken when iteration starts and given back when the stream ends or is
         # closed; the inner generator is closed explicitly, not left to the garbage collector.
-        async with limit:
+        try:
+            await self._take_slot(timeout)
+        except DeadlineExceededError:
+            await events.aclose()
+            raise
+        try:
+            async for event in events:
+                yield event
+        finally:
             try:
-                async for event in events:
-                    yield event
-            finally:
                 await events.aclose()
+            finally:
+                limit.release()
 
     async def metrics(
         self,

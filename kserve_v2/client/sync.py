@@ -21,7 +21,7 @@ from kserve_v2.backend import Call
 from kserve_v2.client.base import ClientBase
 from kserve_v2.client.extensions import region_call
 from kserve_v2.concurrency import Semaphore, sleep
-from kserve_v2.errors import InvalidInputError, KServeError, TransportError
+from kserve_v2.errors import DeadlineExceededError, InvalidInputError, KServeError, TransportError
 from kserve_v2.hooks import WireHook
 from kserve_v2.interfaces import Channel, Transport
 from kserve_v2.messages import InferResult, ModelMetadata, RepositoryModel, ServerMetadata
@@ -82,9 +82,11 @@ class Client(ClientBase):
             server, or without a URL, get absolute request targets naming it).
         wire_hook: called with a :class:`WireMessage` for every message sent and received.
         verbose: print every message to stderr (credentials redacted).
-        max_concurrency: most requests in flight at once; the others wait their turn (the
-            wait is not part of their ``timeout``). A ``generate_stream`` holds its slot until
-            it ends; gRPC streams (:meth:`stream`) take none.
+        max_concurrency: most requests in flight at once; the others wait their turn. The
+            wait is not part of a request's ``timeout`` but is bounded by it: a request that
+            found no free slot within its timeout fails with
+            :class:`~kserve_v2.DeadlineExceededError`. A ``generate_stream`` holds its slot
+            until it ends (or is closed); gRPC streams (:meth:`stream`) take none.
         grpc: gRPC only: the gRPC settings (:class:`~kserve_v2.GRPCOptions`): transport, grpcio
             channel arguments, credentials, keepalive; or give them as the four keywords below.
         grpc_options: gRPC only: further grpcio channel arguments, added to the defaults
@@ -183,6 +185,7 @@ class Client(ClientBase):
             )
         # Requests past the limit wait here, before taking a connection or any memory.
         self._limit = Semaphore(max_concurrency) if max_concurrency else None
+        self._max_concurrency = max_concurrency
 
     def _default_io(self, pool_size: int) -> Transport | Channel:
         if self.protocol == "grpc":
@@ -208,8 +211,22 @@ class Client(ClientBase):
             return self._retrying(call, retry)
         if self._limit is None:
             return call.run(self._io, self._hook)
-        with self._limit:
+        self._take_slot(call.timeout)
+        try:
             return call.run(self._io, self._hook)
+        finally:
+            self._limit.release()
+
+    def _take_slot(self, timeout: float | None) -> None:
+        """Wait for one of the ``max_concurrency`` slots, at most the call's timeout."""
+        assert self._limit is not None
+        wait = self.timeout if timeout is None else timeout
+        if not self._limit.acquire_within(None if wait == math.inf else wait):
+            raise DeadlineExceededError(
+                f"no free slot within {wait:g} s: max_concurrency={self._max_concurrency} "
+                "requests hold them all (a generate_stream not closed?)",
+                url=self.url,
+            )
 
     def _read(self, call: Call[T, Any, Any]) -> T:
         """Run an idempotent call: retried when the client has a retry policy."""
@@ -232,8 +249,11 @@ class Client(ClientBase):
             try:
                 if self._limit is None:
                     return call.run(self._io, self._hook)
-                with self._limit:  # not held while sleeping
+                self._take_slot(call.timeout)  # not held while sleeping
+                try:
                     return call.run(self._io, self._hook)
+                finally:
+                    self._limit.release()
             except KServeError as exc:
                 tries += 1
                 if tries >= policy.attempts or not policy.retries(exc, mode):
@@ -960,18 +980,26 @@ class Client(ClientBase):
         events = call.stream(cast(Transport, self._io), self._hook)
         if self._limit is None:
             return GenerateStream(events)
-        return GenerateStream(self._limited(events, self._limit))
+        return GenerateStream(self._limited(events, self._limit, timeout))
 
-    @staticmethod
-    def _limited(events: Generator[T, None, None], limit: Semaphore) -> Generator[T, None, None]:
+    def _limited(
+        self, events: Generator[T, None, None], limit: Semaphore, timeout: float | None
+    ) -> Generator[T, None, None]:
         # The slot is taken when iteration starts and given back when the stream ends or is
         # closed; the inner generator is closed explicitly, not left to the garbage collector.
-        with limit:
+        try:
+            self._take_slot(timeout)
+        except DeadlineExceededError:
+            events.close()
+            raise
+        try:
+            for event in events:
+                yield event
+        finally:
             try:
-                for event in events:
-                    yield event
-            finally:
                 events.close()
+            finally:
+                limit.release()
 
     def metrics(
         self,

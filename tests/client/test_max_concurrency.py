@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from kserve_v2 import AsyncClient, Client, InvalidInputError
+from kserve_v2 import AsyncClient, Client, DeadlineExceededError, InvalidInputError
 from kserve_v2.interfaces import HTTPRequest, HTTPResponse
 
 LIMIT = 2
@@ -94,6 +94,62 @@ async def test_async_requests_past_the_limit_wait() -> None:
         transport.gate.set()
         assert await asyncio.gather(*calls) == [True] * CALLS
     assert transport.peak == LIMIT
+
+
+def test_sync_wait_for_a_slot_is_bounded_by_the_call_timeout() -> None:
+    transport = GatedTransport()
+    with (
+        Client("http://server:8000", transport=transport, max_concurrency=1) as client,
+        ThreadPoolExecutor(1) as pool,
+    ):
+        holder = pool.submit(client.is_server_live)
+        with transport.cond:
+            assert transport.cond.wait_for(lambda: transport.inside == 1, timeout=60)
+        with pytest.raises(DeadlineExceededError, match=r"no free slot within 0\.2 s"):
+            client.is_server_live(timeout=0.2)
+        with transport.cond:
+            transport.opened = True
+            transport.cond.notify_all()
+        assert holder.result(timeout=60) is True
+        assert client.is_server_live(timeout=0.2) is True  # the slot came back
+
+
+async def test_async_wait_for_a_slot_is_bounded_by_the_call_timeout() -> None:
+    transport = AsyncGatedTransport()
+    async with AsyncClient("http://server:8000", transport=transport, max_concurrency=1) as client:
+        holder = asyncio.ensure_future(client.is_server_live())
+        while transport.inside < 1:
+            transport.changed.clear()
+            await transport.changed.wait()
+        with pytest.raises(DeadlineExceededError, match=r"no free slot within 0\.2 s"):
+            await client.is_server_live(timeout=0.2)
+        transport.gate.set()
+        assert await holder is True
+        assert await client.is_server_live(timeout=0.2) is True
+
+
+def test_a_generate_stream_left_open_holds_its_slot_within_bounds(triton: Any) -> None:
+    # A stream iterated once and kept (not closed) holds its slot: later calls fail after
+    # their timeout instead of waiting for ever; closing the stream gives the slot back.
+    with Client(triton.http_url, max_concurrency=1, timeout=5) as client:
+        stream = client.generate_stream("text_generate", {"text_input": "a b c"})
+        assert next(iter(stream))["text_output"] == "a"
+        with pytest.raises(DeadlineExceededError, match="a generate_stream not closed"):
+            client.is_server_live(timeout=0.3)
+        stream.close()
+        assert client.is_server_live() is True
+
+
+async def test_an_async_generate_stream_left_open_holds_its_slot_within_bounds(
+    triton: Any,
+) -> None:
+    async with AsyncClient(triton.http_url, max_concurrency=1, timeout=5) as client:
+        stream = client.generate_stream("text_generate", {"text_input": "a b c"})
+        assert (await stream.__anext__())["text_output"] == "a"
+        with pytest.raises(DeadlineExceededError, match="a generate_stream not closed"):
+            await client.is_server_live(timeout=0.3)
+        await stream.aclose()
+        assert await client.is_server_live() is True
 
 
 def test_without_a_limit_nothing_waits() -> None:
