@@ -8,9 +8,7 @@ import json
 import random
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import numpy as np
@@ -34,6 +32,7 @@ from kserve_v2.hooks import WireMessage
 from kserve_v2.messages import InferResult, ModelMetadata, OutputTensor, TensorMetadata
 from kserve_v2.rest import codec as rest_codec
 from tests.cli.conftest import Runner
+from tests.local_http import JSONHandler, serving
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -359,17 +358,8 @@ def test_pyproject_names_the_entry_point() -> None:
 # -- what a usage error or a server's refusal says ----------------------------------------------
 
 
-class _BareHandler(BaseHTTPRequestHandler):
+class _BareHandler(JSONHandler):
     """A server that is no KServe v2 one: 404 for health, no extensions, 400 for POST."""
-
-    protocol_version = "HTTP/1.1"
-
-    def _send(self, status: int, body: bytes) -> None:
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
 
     def do_GET(self) -> None:
         if self.path == "/v2":
@@ -381,21 +371,11 @@ class _BareHandler(BaseHTTPRequestHandler):
         self.rfile.read(int(self.headers.get("Content-Length") or 0))
         self._send(400, b'{"error": "cannot parse the body"}')
 
-    def log_message(self, format: str, *args: object) -> None:
-        pass
-
 
 @pytest.fixture
 def bare_url() -> Iterator[str]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _BareHandler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
+    with serving(_BareHandler) as url:
+        yield url
 
 
 MODELS_HINT = "`kserve-v2 models` lists the models the server has"

@@ -6,9 +6,7 @@ conftest.py of tests/conformance and tests/cli."""
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
@@ -23,20 +21,12 @@ from kserve_v2.conformance import (
     run,
 )
 from kserve_v2.conformance.spec import BINARY, OIP_REST, REQUIRED_API
+from tests.local_http import JSONHandler, serving
 
 EXTENSIONS = ["binary_tensor_data"]
 
 
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-
-    def _send(self, status: int, body: bytes = b"", content_type: str = "application/json") -> None:
-        self.send_response(status)
-        self.send_header("Content-Type", content_type)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
+class _Handler(JSONHandler):
     def do_GET(self) -> None:
         if self.path == "/v2":
             body = {"name": "stub", "version": "0.0", "extensions": EXTENSIONS}
@@ -57,21 +47,11 @@ class _Handler(BaseHTTPRequestHandler):
         body = self.rfile.read(length)
         self._send(400, json.dumps({"error": f"got {len(body)} bytes"}).encode())
 
-    def log_message(self, format: str, *args: object) -> None:
-        pass
-
 
 @pytest.fixture(scope="session")
 def stub_url() -> Iterator[str]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
+    with serving(_Handler) as url:
+        yield url
 
 
 SPEC = Spec(

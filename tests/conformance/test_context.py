@@ -4,9 +4,7 @@ ModelStreamInfer answer that is not a ModelStreamInferResponse is told apart."""
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import ClassVar
 
 import numpy as np
@@ -16,23 +14,16 @@ from kserve_v2.conformance import Session, Target
 from kserve_v2.conformance import context as context_module
 from kserve_v2.errors import ServerError
 from kserve_v2.grpc.codec import generated
+from tests.local_http import JSONHandler, serving
 
 
-class _Recorder(BaseHTTPRequestHandler):
+class _Recorder(JSONHandler):
     """Answers GET v2 with the server's extensions, and every POST with 400, noting its
     Content-Type."""
 
-    protocol_version = "HTTP/1.1"
     url = ""
     extensions: ClassVar[list[str]] = []
     content_types: ClassVar[list[str]] = []
-
-    def _send(self, status: int, body: bytes) -> None:
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
 
     def do_GET(self) -> None:
         meta = {"name": "recorder", "version": "0", "extensions": self.extensions}
@@ -43,23 +34,12 @@ class _Recorder(BaseHTTPRequestHandler):
         self.content_types.append(self.headers.get("Content-Type", ""))
         self._send(400, b'{"error":"recorded"}')
 
-    def log_message(self, format: str, *args: object) -> None:
-        pass
-
 
 @pytest.fixture(params=[["binary_tensor_data"], []], ids=["advertised", "not-advertised"])
 def recorder(request: pytest.FixtureRequest) -> Iterator[type[_Recorder]]:
     handler = type("Handler", (_Recorder,), {"extensions": request.param, "content_types": []})
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    handler.url = f"http://127.0.0.1:{server.server_address[1]}"
-    try:
+    with serving(handler) as handler.url:
         yield handler
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
 
 
 def test_the_http_client_sends_binary_data_only_where_advertised(

@@ -6,9 +6,7 @@ then: any other answer is judged as before."""
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
@@ -19,6 +17,7 @@ from kserve_v2.conformance.cases.management import (
 )
 from kserve_v2.conformance.context import RestResponse, RpcError
 from kserve_v2.testing import TritonServer
+from tests.local_http import JSONHandler, serving
 
 TRITON_REFUSAL = "explicit model load / unload is not allowed if polling is enabled"
 
@@ -58,19 +57,11 @@ def test_the_refusal_is_recognised_only_as_triton_answers_it() -> None:
 # -- the cases against a stub server -------------------------------------------------------
 
 
-class _RepositoryHandler(BaseHTTPRequestHandler):
+class _RepositoryHandler(JSONHandler):
     """Advertises the model repository extension and answers every load and unload with
     ``answer`` (status, body)."""
 
-    protocol_version = "HTTP/1.1"
     answer: tuple[int, bytes] = (200, b"")
-
-    def _send(self, status: int, body: bytes = b"") -> None:
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
 
     def do_GET(self) -> None:
         if self.path == "/v2":
@@ -89,22 +80,12 @@ class _RepositoryHandler(BaseHTTPRequestHandler):
         else:
             self._send(404, b'{"error":"no such path"}')
 
-    def log_message(self, format: str, *args: object) -> None:
-        pass
-
 
 @pytest.fixture
 def repository_stub() -> Iterator[tuple[str, type[_RepositoryHandler]]]:
     handler = type("Handler", (_RepositoryHandler,), {})
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}", handler
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
+    with serving(handler) as url:
+        yield url, handler
 
 
 def _outcomes(url: str) -> dict[str, tuple[str, str]]:

@@ -7,9 +7,8 @@ from __future__ import annotations
 import functools
 import json
 import socket
-import threading
 from collections.abc import Iterator
-from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from http.server import SimpleHTTPRequestHandler
 from pathlib import Path
 
 import pytest
@@ -19,6 +18,7 @@ from kserve_v2.conformance import Outcome, RunResult, Target, all_cases, run, se
 from kserve_v2.conformance.report import render_html, render_markdown
 from kserve_v2.conformance.runner import EXIT_UNCHECKED
 from tests.conformance.stub import STUB_CASES
+from tests.local_http import serving
 
 
 @pytest.fixture
@@ -34,16 +34,8 @@ def closed_url() -> str:
 def plain_http_url(tmp_path: Path) -> Iterator[str]:
     """A web server that is no KServe v2 server (``python -m http.server``)."""
     (tmp_path / "index.html").write_text("<h1>hello</h1>")
-    handler = functools.partial(_QuietHandler, directory=str(tmp_path))
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
+    with serving(functools.partial(_QuietHandler, directory=str(tmp_path))) as url:
+        yield url
 
 
 class _QuietHandler(SimpleHTTPRequestHandler):
