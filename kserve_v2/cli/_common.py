@@ -414,6 +414,7 @@ _MODEL_COMMANDS: Final = frozenset({"metadata", "infer", "stream", "perf", "heal
 _METRICS_HINT: Final = (
     "set --metrics-url to where the server serves metrics (Triton's: http://host:8002/metrics)"
 )
+_MODELS_HINT: Final = "`kserve-v2 models` lists the models the server has"
 _EXTENSION_HINT: Final = "this server may not implement that extension (see `kserve-v2 metadata`)"
 
 
@@ -427,13 +428,13 @@ def _not_found_hint(text: str, command: str, model: str) -> str:
     named = model and re.search(rf"(?<![\w.-]){re.escape(model.lower())}(?![\w-])(?!\.\w)", text)
     about_model = "unknown model" in text or bool(named)
     if model and (about_model or command in _MODEL_COMMANDS):
-        return "`kserve-v2 models` lists the models the server has"
+        return _MODELS_HINT
     if command == "metrics":
         return _METRICS_HINT
     if command in _EXTENSION_COMMANDS:
         return _EXTENSION_HINT
     if not command and about_model:  # called without a command: the library's own errors
-        return "`kserve-v2 models` lists the models the server has"
+        return _MODELS_HINT
     return ""
 
 
@@ -473,7 +474,7 @@ def describe_error(
         elif exc.http_status == 404 or exc.grpc_code == "NOT_FOUND":
             hint = _not_found_hint(text, command, model)
         elif "unknown model" in text and (model or not command):
-            hint = "`kserve-v2 models` lists the models the server has"
+            hint = _MODELS_HINT
         elif "polling is enabled" in text or "explicit model load" in text:
             hint = "start the server with --model-control-mode=explicit to load and unload models"
         elif "decoupled" in text:

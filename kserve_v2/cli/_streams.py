@@ -22,11 +22,13 @@ __all__ = ["flags_final_responses", "responses_until_over"]
 
 
 def flags_final_responses(client: Client) -> bool:
-    """Whether the server marks each request's last response: it lists Triton's
-    ``parameters`` extension (as the stream itself decides whether to ask for the empty
-    final response); False when its metadata cannot be read."""
+    """Whether the server marks each request's last response: it takes Triton's parameters
+    (the stream's own test for asking the empty final response); False when its metadata
+    cannot be read."""
+    from kserve_v2.grpc.backend import speaks_triton_parameters
+
     try:
-        return client.server_metadata().supports("parameters")
+        return speaks_triton_parameters(client.server_metadata())
     except KServeError:
         return False
 

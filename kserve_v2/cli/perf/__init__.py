@@ -258,11 +258,14 @@ def _prepare(args: argparse.Namespace) -> tuple[LoadConfig, int, list[Step], dic
             config = client.model_config(args.model, args.model_version)
         except KServeError:
             config = {}
-        flags_final = client.protocol == "grpc" and _streams.flags_final_responses(client)
+        decoupled = bool(config.get("model_transaction_policy", {}).get("decoupled"))
+        grpc = client.protocol == "grpc"
+        # Asked only where a stream will run (one more request otherwise).
+        flags_final = (
+            grpc and (args.streaming or decoupled) and _streams.flags_final_responses(client)
+        )
     max_batch = int(config.get("max_batch_size", 0) or 0)
     batch = inputs[0].shape[0] if max_batch > 0 and inputs and inputs[0].shape else 1
-    decoupled = bool(config.get("model_transaction_policy", {}).get("decoupled"))
-    grpc = args.url.startswith("grpc")
     streaming = args.streaming
     if decoupled and not streaming:
         if not grpc:
