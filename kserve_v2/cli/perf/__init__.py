@@ -36,8 +36,9 @@ from typing import TYPE_CHECKING, Any
 from kserve_v2.cli import _common
 
 if TYPE_CHECKING:
+    from kserve_v2 import AsyncClient
     from kserve_v2.cli.perf.load import LoadConfig, Step
-    from kserve_v2.cli.perf.runner import Measurement, StepResult
+    from kserve_v2.cli.perf.runner import Measurement, ServerStats, StepResult
 
 __all__ = ["OPTIONS", "add_arguments", "parse_range", "run"]
 
@@ -325,6 +326,27 @@ def _prepare(args: argparse.Namespace) -> tuple[LoadConfig, int, list[Step], dic
     return load, batch, steps, notes
 
 
+async def _settled_stats(
+    client: AsyncClient, args: argparse.Namespace, before: ServerStats, sent: int
+) -> ServerStats:
+    """The model's statistics once they count the ``sent`` requests since ``before``, read
+    again for at most a second: the server may count a request only after its response went
+    out (Triton does), so the last ones can be missing for a moment."""
+    import asyncio
+    import time
+
+    from kserve_v2.cli.perf.runner import read_server_stats
+
+    deadline = time.monotonic() + 1.0
+    while True:
+        after = await read_server_stats(client, args.model, args.model_version)
+        delta = after.minus(before)
+        counted = delta.counts.get("success", 0) + delta.counts.get("fail", 0)
+        if not after.available or counted >= sent or time.monotonic() >= deadline:
+            return after
+        await asyncio.sleep(0.02)
+
+
 async def _measure(
     args: argparse.Namespace,
     load: LoadConfig,
@@ -362,7 +384,8 @@ async def _measure(
                 results.append(result)
         finally:
             await pool.close()
-        after = await read_server_stats(stats_client, args.model, args.model_version)
+        sent = results[-1].totals.sent_total if results else 0
+        after = await _settled_stats(stats_client, args, before, sent)
     finally:
         await stats_client.aclose()
     delta = after.minus(before)
