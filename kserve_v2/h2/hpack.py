@@ -305,6 +305,12 @@ def _read_string(data: bytes, pos: int, end: int) -> tuple[str, int]:
     return data[pos:stop].decode("latin-1"), stop
 
 
+#: Bounds of a decoder's cache of decoded blocks (see Decoder.decode): at most this many
+#: blocks of at most this many octets each.
+_DECODED_ENTRIES: Final = 64
+_DECODED_MAX_OCTETS: Final = 512
+
+
 class Decoder:
     """Decodes the header blocks of one connection (it owns the peer encoder's dynamic table).
 
@@ -335,6 +341,10 @@ class Decoder:
         self._size = 0
         self._capacity = self._max_table_size
         self._update_required = False
+        # Decoded blocks that left the dynamic table as it was (a warm connection's blocks
+        # are mostly such: indexed fields), by their octets, with their list size. Valid
+        # while the table stays as it is: every change of the table empties it.
+        self._decoded: dict[bytes, tuple[tuple[tuple[str, str], ...], int]] = {}
 
     @property
     def max_table_size(self) -> int:
@@ -346,6 +356,7 @@ class Decoder:
         self._max_table_size = _non_negative(value, "max_table_size")
         if self._capacity > self._max_table_size:
             self._update_required = True
+            self._decoded.clear()  # the next block must start with a size update
 
     @property
     def dynamic_table(self) -> tuple[tuple[str, str], ...]:
@@ -380,10 +391,14 @@ class Decoder:
             data = bytes(block)
         else:
             raise TypeError(f"a header block is bytes-like, not {type(block).__name__}")
+        limit = self.max_header_list_size
+        known = self._decoded.get(data)
+        if known is not None and known[1] <= limit:
+            return list(known[0])
         end = len(data)
         table = self._table
         static = _STATIC
-        limit = self.max_header_list_size
+        decoded = self._decoded
         headers: list[tuple[str, str]] = []
         total = 0
         pos = 0
@@ -434,6 +449,7 @@ class Decoder:
                 self._capacity = size
                 self._evict(size)
                 self._update_required = False
+                self._decoded = {}
                 continue
             else:  # literal without indexing (0000) or never indexed (0001)
                 index = first & 0x0F
@@ -452,6 +468,12 @@ class Decoder:
                     f"(name and value octets plus {ENTRY_OVERHEAD} per field)"
                 )
             headers.append(field)
+        if decoded is self._decoded and end <= _DECODED_MAX_OCTETS:
+            # The table did not change (a change replaces the cache), so the same octets
+            # decode to the same list while it stays so.
+            if len(decoded) >= _DECODED_ENTRIES:
+                decoded.clear()
+            decoded[data] = (tuple(headers), total)
         return headers
 
     def _name(self, index: int, pos: int) -> str:
@@ -468,6 +490,7 @@ class Decoder:
         )
 
     def _insert(self, field: tuple[str, str]) -> None:
+        self._decoded = {}
         size = len(field[0]) + len(field[1]) + ENTRY_OVERHEAD
         if size > self._capacity:
             # Not an error: the entry empties the table and is not added (section 4.4).

@@ -593,6 +593,50 @@ def test_decoder_settings_are_validated(bad: object) -> None:
         Decoder().max_table_size = bad  # type: ignore[assignment]
 
 
+def test_repeated_blocks_follow_the_table() -> None:
+    # A warm connection's blocks repeat (the decoder keeps their decoded lists): a block
+    # naming dynamic entries must still decode to what the table holds now.
+    decoder = Decoder()
+    decoder.decode(b"\x40\x01a\x01b")
+    assert decoder.decode(b"\xbe\x82") == [("a", "b"), (":method", "GET")]
+    assert decoder.decode(b"\xbe\x82") == [("a", "b"), (":method", "GET")]
+    decoder.decode(b"\x40\x01c\x01d")  # index 62 is ("c", "d") now
+    assert decoder.decode(b"\xbe\x82") == [("c", "d"), (":method", "GET")]
+    assert decoder.decode(b"\x3f\xe1\x1f") == []  # a size update (to 4096) keeps both
+    assert decoder.decode(b"\xbe\xbf") == [("c", "d"), ("a", "b")]
+    assert decoder.decode(b"\x20") == []  # emptied
+    with pytest.raises(HPACKError, match="index 62 is beyond"):
+        decoder.decode(b"\xbe\x82")
+    headers = decoder.decode(b"\x82")
+    headers.append(("x", "y"))  # the caller's list: the next decode is not changed by it
+    assert decoder.decode(b"\x82") == [(":method", "GET")]
+
+
+def test_repeated_blocks_meet_lowered_limits() -> None:
+    decoder = Decoder()
+    assert decoder.decode(b"\x82\x82") == [(":method", "GET")] * 2
+    decoder.max_header_list_size = 83
+    with pytest.raises(HPACKError, match="larger than the limit of 83 octets"):
+        decoder.decode(b"\x82\x82")
+    decoder = Decoder()
+    decoder.decode(b"\x40\x01a\x01b")
+    assert decoder.decode(b"\xbe") == [("a", "b")]
+    decoder.max_table_size = 0
+    with pytest.raises(HPACKError, match="does not start with the dynamic table size update"):
+        decoder.decode(b"\xbe")
+
+
+def test_decoded_blocks_kept_are_bounded() -> None:
+    decoder = Decoder()
+    for n in range(3 * hpack._DECODED_ENTRIES):
+        decoder.decode(b"\x0f\x28\x03" + b"%03d" % n)  # x-... literal, not indexed
+    assert len(decoder._decoded) <= hpack._DECODED_ENTRIES
+    value = b"v" * hpack._DECODED_MAX_OCTETS
+    big = b"\x0f\x28" + hpack._encode_int(len(value), 7, 0) + value
+    decoder.decode(big)
+    assert big not in decoder._decoded
+
+
 # ----------------------------------------------------------------- decoder: bad blocks
 
 # A 4096-octet table holding one entry, ("a", "b"), as the starting point of the cases below.
@@ -802,6 +846,37 @@ def test_decoder_matches_the_reference_model(data: st.DataObject, table_size: in
         assert list(decoder.dynamic_table) == model.entries
         assert decoder.dynamic_table_size == model.size
         assert decoder.dynamic_table_capacity == model.capacity
+
+
+@settings(FAST, max_examples=200)
+@given(st.data(), st.sampled_from([0, 64, 256, 4096]))
+def test_repeated_blocks_decode_as_without_the_cache(data: st.DataObject, size: int) -> None:
+    # Differential: blocks new and replayed (valid or not against the table by then) give
+    # what a decoder that keeps nothing gives, and leave the same table.
+    decoder, plain = Decoder(max_table_size=size), Decoder(max_table_size=size)
+    model = TableModel(size)
+    seen: list[bytes] = []
+    for _ in range(data.draw(st.integers(1, 8))):
+        if seen and data.draw(st.booleans()):
+            block = data.draw(st.sampled_from(seen))
+        else:
+            block = ref_block(data.draw, model, size)[0]
+            seen.append(block)
+        plain._decoded.clear()
+        try:
+            expected: object = plain.decode(block)
+        except HPACKError as exc:
+            expected = str(exc)
+        try:
+            got: object = decoder.decode(block)
+        except HPACKError as exc:
+            got = str(exc)
+        assert got == expected
+        if isinstance(expected, str):
+            return  # a decoder is not used after an error
+        assert decoder.dynamic_table == plain.dynamic_table
+        model.entries = list(plain.dynamic_table)
+        model.capacity = plain.dynamic_table_capacity
 
 
 header_lists = st.lists(fields, max_size=10)

@@ -91,7 +91,7 @@ class AnsweringTransport(asyncio.Transport):
     def _deliver(self) -> None:
         if self._answers:
             answers, self._answers = b"".join(self._answers), []
-            self._conn.data_received(answers)
+            self._conn.received(answers)
 
 
 @pytest.mark.parametrize("loop_kind", LOOP_PARAMS)
@@ -136,5 +136,46 @@ def test_requests_made_by_callers_one_read_woke_go_out_in_one_write(loop_kind: s
         # After each read of answers but the last (whose callers had nothing more to ask),
         # the next round found its 16 requests already written.
         assert written_before_next_round[: rounds - 1] == [callers] * (rounds - 1)
+
+    run_on(run(), loop_kind)
+
+
+class DribblingTransport(AnsweringTransport):
+    """Delivers the answers as a BufferedProtocol transport does, a few bytes per read into
+    the connection's own buffer, and scribbles over that buffer after each read."""
+
+    def _deliver(self) -> None:
+        if not self._answers:
+            return
+        answers, self._answers = b"".join(self._answers), []
+        for start in range(0, len(answers), 7):
+            piece = answers[start : start + 7]
+            buffer = self._conn.get_buffer(-1)
+            buffer[: len(piece)] = piece
+            self._conn.buffer_updated(len(piece))
+            buffer[: len(piece)] = b"\xff" * len(piece)
+
+
+@pytest.mark.parametrize("loop_kind", LOOP_PARAMS)
+def test_reads_into_the_connection_buffer_split_anywhere(loop_kind: str) -> None:
+    """The loop reads into one buffer of the connection's (no allocation per read): frames,
+    headers and messages cut across reads are kept by copy, since the buffer's bytes are
+    overwritten by the next read."""
+
+    async def run() -> None:
+        settings = ChannelSettings(channel_config(parse_url("grpc://127.0.0.1:1")), None)
+        conn = AsyncConnection(settings, lambda _conn: None)
+        assert isinstance(conn, asyncio.BufferedProtocol)
+        conn.connection_made(DribblingTransport(conn))
+        block, parts = settings.unary_request(METHOD, b"request", None, (), None)
+
+        async def caller() -> None:
+            for _ in range(3):
+                response = await conn.call(block, list(parts), None, None)
+                assert response.messages == [b"answer"]
+                assert response.status() == ("OK", "")
+
+        await asyncio.gather(*(caller() for _ in range(4)))
+        conn.abort()
 
     run_on(run(), loop_kind)

@@ -149,7 +149,7 @@ def frame_message(
     parts = message if isinstance(message, tuple) else (message,)
     if compression is not None:
         parts = (compress_message(b"".join(parts), compression),)
-    size = sum(_nbytes(part) for part in parts)
+    size = sum(map(_nbytes, parts))
     if limit is not None and size > limit:
         raise InvalidInputError(
             f"request message of {size} bytes is over the {limit}-byte send limit"
@@ -803,7 +803,7 @@ class _Deadlines:
         self._heap.clear()
 
 
-class AsyncConnection(asyncio.Protocol):
+class AsyncConnection(asyncio.BufferedProtocol):
     """One HTTP/2 connection shared by many concurrent calls (streams) of one event loop.
 
     A call registers its stream with :meth:`open_call` (a :class:`CallResponse` and a future
@@ -827,6 +827,12 @@ class AsyncConnection(asyncio.Protocol):
         self.settings = settings
         self.transport: asyncio.Transport | None = None
         self._on_retire = on_retire
+        # The loop reads into this one buffer (BufferedProtocol): with data_received it
+        # would allocate 256 KiB per read, which glibc serves with mmap, mremap and munmap
+        # (three system calls and a page fault per read) unless the process's malloc
+        # history happened to raise its mmap threshold. What the HTTP/2 parser keeps
+        # past a read (a partial frame, message bytes) it copies.
+        self._read_buffer = memoryview(bytearray(_RECV_SIZE))
         self._calls: dict[int, tuple[CallResponse, asyncio.Future[None]]] = {}
         # Stream calls that acknowledge their DATA as their reader takes it: how many bytes
         # of messages each has waiting to be read.
@@ -904,7 +910,14 @@ class AsyncConnection(asyncio.Protocol):
         self.h2.initiate()
         self.flush()
 
-    def data_received(self, data: bytes) -> None:
+    def get_buffer(self, sizehint: int) -> memoryview:
+        return self._read_buffer
+
+    def buffer_updated(self, nbytes: int) -> None:
+        self.received(self._read_buffer[:nbytes])
+
+    def received(self, data: memoryview | bytes) -> None:
+        """Handle bytes read: feed the calls their HTTP/2 events, wake the finished."""
         self._heard = True
         woke = False
         try:
