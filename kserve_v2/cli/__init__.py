@@ -7,8 +7,9 @@ may set ``OPTIONS`` to the global option groups it takes: ``"connection"`` (``--
 ``--color``); without it the module declares all its options itself (``conformance``).
 
 Only the chosen subcommand's module is imported, and only its ``run`` imports anything heavy,
-so ``kserve-v2 --help`` stays fast. Errors of the library print as one line with a hint of
-what to try and exit 1 (2 for usage errors); ``--debug`` shows the traceback.
+so ``kserve-v2 --help`` stays fast. Errors print as one line with a hint of what to try and
+exit 1, or 2 for usage errors (the command line, the files it names, and the library's
+InvalidInputError); ``--debug`` shows the traceback.
 
 Example::
 
@@ -143,7 +144,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stderr.write(f"{color('kserve-v2 ' + args.command + ':', 'red', 'bold')} {line}\n")
         if hint:
             sys.stderr.write(f"  {color('hint:', 'yellow')} {hint}\n")
-        return exc.status if isinstance(exc, _common.CLIError) else 1
+        return _common.exit_status(exc)
     return status
 
 

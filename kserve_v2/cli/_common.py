@@ -8,10 +8,11 @@ are loaded here; the rest is imported inside the functions that need it.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import IO, TYPE_CHECKING, Any, Final
 
 from kserve_v2.cli.style import Style
@@ -28,16 +29,20 @@ __all__ = [
     "add_connection_options",
     "add_output_options",
     "async_client",
+    "check_output_file",
     "client",
     "client_options",
     "describe_error",
     "emit",
+    "exit_status",
     "fill_defaults",
     "format_table",
     "parse_key_values",
     "parse_scalar",
     "positive_seconds",
+    "read_file",
     "wants_color",
+    "writing",
 ]
 
 #: Environment variable giving the default ``--url``.
@@ -227,6 +232,7 @@ def client_options(args: argparse.Namespace) -> dict[str, Any]:
             raise CLIError(
                 "--insecure works with https:// only; give the server's CA with --ca-file"
             )
+        _check_tls_files(args)
         kwargs["tls"] = TLSOptions(
             ca_file=args.ca_file,
             cert_file=args.cert_file,
@@ -236,6 +242,39 @@ def client_options(args: argparse.Namespace) -> dict[str, Any]:
     if args.url.startswith("grpc"):
         kwargs["grpc_transport"] = args.grpc_transport
     return kwargs
+
+
+#: The library's names of the TLS files, and the options that give them.
+_TLS_OPTIONS: Final = {"ca_file": "--ca-file", "cert_file": "--cert-file", "key_file": "--key-file"}
+
+
+def _check_tls_files(args: argparse.Namespace) -> None:
+    """Refuse TLS files that are not PEM before anything is sent. The library says so when it
+    builds its SSL context (on the first request), but grpcio reads the files on its own and
+    only logs OpenSSL's complaint, then fails to connect: build the context here, for every
+    transport, and say the option."""
+    import re
+
+    from kserve_v2.errors import InvalidInputError
+    from kserve_v2.transport.sockets import TLSConfig
+
+    if not args.url.lower().startswith(("https://", "grpcs://")):
+        return  # the client refuses TLS files for a plain-text URL, and says so
+    tls = TLSConfig(
+        verify=not args.insecure,
+        ca_file=args.ca_file,
+        cert_file=args.cert_file,
+        key_file=args.key_file,
+    )
+    try:
+        tls.context()
+    except InvalidInputError as exc:
+        message = re.sub(
+            r"\b(?:TLS )?(ca_file|cert_file|key_file)\b",
+            lambda name: _TLS_OPTIONS[name.group(1)],
+            exc.message,
+        )
+        raise CLIError(message) from exc
 
 
 def dump_hook(args: argparse.Namespace) -> WireHook | None:
@@ -367,6 +406,40 @@ def _rich_table(headers: Sequence[str], rows: list[list[str]], align: str) -> st
     return buffer.getvalue().rstrip("\n")
 
 
+# -- files the command line names -----------------------------------------------------------------
+
+
+def read_file(path: str, what: str = "") -> bytes:
+    """The bytes of a file given as ``what`` (an option; '' for an argument): one it cannot
+    read is a usage error."""
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except OSError as exc:
+        prefix = f"{what}: " if what else ""
+        raise CLIError(f"{prefix}cannot read {path}: {exc.strerror or exc}") from None
+
+
+def check_output_file(path: str, what: str) -> None:
+    """Refuse an output file given as ``what`` whose directory does not exist, before any
+    work is done (a measurement or an inference is not lost to a mistyped path)."""
+    if os.path.isdir(path):
+        raise CLIError(f"{what}: {path} is a directory")
+    directory = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(directory):
+        raise CLIError(f"{what}: cannot write {path}: no such directory {directory}")
+
+
+@contextlib.contextmanager
+def writing(path: str, what: str) -> Iterator[None]:
+    """Writing the output file given as ``what``: a failure (permissions, a full disk) is
+    one line naming it, exit 2, not an OSError's traceback."""
+    try:
+        yield
+    except OSError as exc:
+        raise CLIError(f"{what}: cannot write {path}: {exc.strerror or exc}") from None
+
+
 # -- small parsers --------------------------------------------------------------------------------
 
 
@@ -436,6 +509,20 @@ def _not_found_hint(text: str, command: str, model: str) -> str:
     if not command and about_model:  # called without a command: the library's own errors
         return _MODELS_HINT
     return ""
+
+
+def exit_status(exc: BaseException) -> int:
+    """The exit status of an error: 2 for the user's input (the command line, the files it
+    names), 1 for the rest (the server, the network, the protocol)."""
+    from kserve_v2.errors import InvalidInputError
+
+    if isinstance(exc, CLIError):
+        return exc.status
+    # The library's own word for input it cannot express: here that input is the user's
+    # (a URL, a value for a datatype, a TLS file), as for CLIError.
+    if isinstance(exc, InvalidInputError):
+        return 2
+    return 1
 
 
 def describe_error(

@@ -30,7 +30,7 @@ import shutil
 import sys
 from typing import IO, TYPE_CHECKING
 
-from kserve_v2.cli._common import positive_seconds
+from kserve_v2.cli._common import CLIError, check_output_file, positive_seconds, writing
 
 if TYPE_CHECKING:
     from kserve_v2.conformance.runner import CaseResult, RunResult
@@ -192,9 +192,25 @@ def _headers(values: list[str]) -> tuple[tuple[str, str], ...]:
     for value in values:
         name, sep, text = value.partition("=")
         if not sep or not name:
-            raise SystemExit(f"kserve-v2 conformance: --header wants NAME=VALUE, not {value!r}")
+            raise CLIError(f"--header wants NAME=VALUE, not {value!r}")
         pairs.append((name.strip(), text))
     return tuple(pairs)
+
+
+def _check_url(option: str, url: str | None) -> None:
+    """A URL that cannot name a server (no host, a port that is not a number) is a usage
+    error (exit 2), not a server that did not answer (3)."""
+    from urllib.parse import urlsplit
+
+    if url is None:
+        return
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018  # raises ValueError when the port is not a number in range
+    except ValueError as exc:
+        raise ValueError(f"{option} {url}: {exc}") from None
+    if not parts.hostname:
+        raise ValueError(f"{option} {url}: no host")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -225,6 +241,7 @@ def run(args: argparse.Namespace) -> int:
         if os.path.splitext(path)[1].lower() not in (".json", ".md", ".markdown", ".html", ".htm"):
             sys.stderr.write(f"kserve-v2 conformance: --report {path}: use .json, .md or .html\n")
             return 2
+        check_output_file(path, "--report")  # before the cases run, not after
     try:
         expected = load_expected(args.expected)
     except (OSError, ValueError) as exc:
@@ -232,13 +249,16 @@ def run(args: argparse.Namespace) -> int:
         return 2
     try:
         http, grpc = Target.normalize(args.http, "http"), Target.normalize(args.grpc, "grpc")
+        for option, url in (("--http", http), ("--grpc", grpc)):
+            _check_url(option, url)
     except ValueError as exc:
         sys.stderr.write(f"kserve-v2 conformance: {exc}\n")
         return 2
+    headers = _headers(args.header)
     target = Target(
         http=http,
         grpc=grpc,
-        headers=_headers(args.header),
+        headers=headers,
         timeout=args.timeout,
         local=args.local,
     )
@@ -254,7 +274,9 @@ def run(args: argparse.Namespace) -> int:
             out.write(f"  {r.case.id} [{r.case.level.value}]: {r.expected_deviation}\n")
     print_summary(result, out)
     for path in args.report:
-        out.write(f"report: {write_report(result, path)}\n")
+        with writing(path, "--report"):
+            written = write_report(result, path)
+        out.write(f"report: {written}\n")
     unchecked = result.unchecked()
     if unchecked:
         out.flush()

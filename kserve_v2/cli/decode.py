@@ -40,7 +40,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     import json
-    from pathlib import Path
 
     from kserve_v2.cli._httpmsg import looks_like_http, parse_http_message
     from kserve_v2.cli.dump import describe_body
@@ -48,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
 
     if args.header_length is not None and args.header_length < 0:
         raise _common.CLIError(f"--header-length must be >= 0, got {args.header_length}")
-    data = sys.stdin.buffer.read() if args.file == "-" else Path(args.file).read_bytes()
+    data = sys.stdin.buffer.read() if args.file == "-" else _common.read_file(args.file)
     name = "stdin" if args.file == "-" else args.file
     if not data.strip():
         raise _common.CLIError(f"{name} is empty")
@@ -93,6 +92,7 @@ def run(args: argparse.Namespace) -> int:
         raise _common.CLIError("the JSON header is not an object")
     kind = kind or ("request" if "inputs" in header else "response")
     style = _common.Style(_common.wants_color(args, sys.stdout))
+    fields, values = _decode_as(kind, name, data, header_length, header, style)
     description = describe_body(data, {}, header_length=header_length)
     record: dict[str, Any] = {
         "kind": kind,
@@ -102,29 +102,7 @@ def run(args: argparse.Namespace) -> int:
     }
     if first_line:
         record["http"] = {"first_line": first_line, "headers": headers}
-    if kind == "request":
-        request = codec.decode_infer_request(data, header_length)
-        record["inputs"] = [
-            {
-                "name": t.name,
-                "datatype": t.datatype.value,
-                "shape": list(t.shape),
-                "data": _tensors.output_values(t.data),
-                **({"shared_memory": vars_of(t.shared_memory)} if t.shared_memory else {}),
-            }
-            for t in request.inputs
-        ]
-        values = []
-        for t in request.inputs:
-            values.append(style(f"{t.name}  {t.datatype.value}  {list(t.shape)}", "cyan"))
-            if t.data is not None:
-                values.extend("  " + line for line in _tensors.format_values(t.data).splitlines())
-            else:
-                values.append(f"  (in shared memory: {t.shared_memory})")
-    else:
-        result = codec.decode_infer_response(data, header_length)
-        record.update(_tensors.result_data(result))
-        values = _tensors.result_text(result, style=style, title=False).splitlines()
+    record.update(fields)
     size = f"{len(data)} B" + (f", JSON header {header_length} B" if header_length else "")
     lines = [style(f"{kind} body ({size})", "bold")]
     if first_line:
@@ -133,6 +111,86 @@ def run(args: argparse.Namespace) -> int:
     lines += ["", style("decoded", "bold"), *values]
     _common.emit(args, record, "\n".join(lines))
     return 0
+
+
+def _decode_request(
+    data: bytes, header_length: int | None, header: dict[str, Any], style: _common.Style
+) -> tuple[dict[str, Any], list[str]]:
+    """The inputs of a request body: for the JSON record, and as lines of text."""
+    from kserve_v2.errors import ProtocolError
+    from kserve_v2.rest import codec
+
+    if "inputs" not in header:  # the codec would say "'inputs' must be an array, got None"
+        also = ", and an 'outputs' field" if "outputs" in header else ""
+        raise ProtocolError(f"it has no 'inputs' field{also}")
+    request = codec.decode_infer_request(data, header_length)
+    inputs = [
+        {
+            "name": t.name,
+            "datatype": t.datatype.value,
+            "shape": list(t.shape),
+            "data": _tensors.output_values(t.data),
+            **({"shared_memory": vars_of(t.shared_memory)} if t.shared_memory else {}),
+        }
+        for t in request.inputs
+    ]
+    values = []
+    for t in request.inputs:
+        values.append(style(f"{t.name}  {t.datatype.value}  {list(t.shape)}", "cyan"))
+        if t.data is not None:
+            values.extend("  " + line for line in _tensors.format_values(t.data).splitlines())
+        else:
+            values.append(f"  (in shared memory: {t.shared_memory})")
+    return {"inputs": inputs}, values
+
+
+def _decode_response(
+    data: bytes, header_length: int | None, header: dict[str, Any], style: _common.Style
+) -> tuple[dict[str, Any], list[str]]:
+    """The outputs of a response body: for the JSON record, and as lines of text."""
+    from kserve_v2.errors import ProtocolError
+    from kserve_v2.rest import codec
+
+    # The response decoder takes a missing "outputs" for none, so a JSON request would
+    # decode as an empty response: refuse what is plainly a request.
+    if "outputs" not in header and "inputs" in header:
+        raise ProtocolError("it has an 'inputs' field and no 'outputs'")
+    result = codec.decode_infer_response(data, header_length)
+    values = _tensors.result_text(result, style=style, title=False).splitlines()
+    return _tensors.result_data(result), values
+
+
+_DECODERS = {"request": _decode_request, "response": _decode_response}
+
+
+def _decode_as(
+    kind: str,
+    name: str,
+    data: bytes,
+    header_length: int | None,
+    header: dict[str, Any],
+    style: _common.Style,
+) -> tuple[dict[str, Any], list[str]]:
+    """Decode the body as a ``kind`` (request or response). A body that does not decode is
+    the file's fault, not a server's: say it does not decode as that kind, and whether it
+    decodes as the other one (a captured response given with --request, say)."""
+    from kserve_v2.errors import KServeError
+
+    try:
+        return _DECODERS[kind](data, header_length, header, style)
+    except KServeError as exc:
+        detail = getattr(exc, "message", None) or str(exc)
+        # The codec names what it decoded ("inference request: ..."): said already.
+        detail = detail.removeprefix(f"inference {kind}: ")
+        error = f"{name} does not decode as an inference {kind}: {detail}"
+    other = "response" if kind == "request" else "request"
+    try:
+        _DECODERS[other](data, header_length, header, style)
+    except KServeError:
+        raise _common.CLIError(error) from None
+    raise _common.CLIError(
+        error, hint=f"it decodes as an inference {other}: it may be a captured {other} (--{other})"
+    ) from None
 
 
 def vars_of(placement: Any) -> dict[str, Any]:

@@ -55,6 +55,8 @@ def run(args: argparse.Namespace) -> int:
     specs = [_tensors.parse_input(text) for text in args.input]
     if not specs:
         raise _common.CLIError("give the inputs with --input NAME=VALUE")
+    if args.body:
+        _common.check_output_file(args.body, "--body")
     inputs = _tensors.build_inputs(specs, None, shapes=_tensors.parse_shapes(args.shape))
     request = InferRequest(
         model_name=args.model,
@@ -70,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
     header_length = headers.get(codec.HEADER_LENGTH)
     data = body.join()
     if args.body:
-        with open(args.body, "wb") as f:
+        with _common.writing(args.body, "--body"), open(args.body, "wb") as f:
             f.write(data)
     elif sys.stdout.isatty():
         raise _common.CLIError("the body is binary: give --body FILE, or redirect stdout")

@@ -207,6 +207,12 @@ def _infer_shm(
 def run(args: argparse.Namespace) -> int:
     style = _common.Style(_common.wants_color(args, sys.stdout))
     kwargs = _tensors.request_kwargs(args)
+    if args.shm_output_size < 1:
+        raise _common.CLIError(f"--shm-output-size must be positive, got {args.shm_output_size}")
+    if args.save:
+        # Before the inference: a directory that cannot be made fails before any work.
+        with _common.writing(args.save, "--save"):
+            os.makedirs(args.save, exist_ok=True)
     with _common.client(args) as client:
         inputs, metadata = prepare_inputs(args, client, args.model)
         outputs = _tensors.parse_outputs(args.output)
@@ -218,7 +224,8 @@ def run(args: argparse.Namespace) -> int:
             result = client.infer(args.model, inputs, outputs=outputs or None, **kwargs)
     data = _tensors.result_data(result)
     if args.save:
-        data["saved"] = _tensors.save_outputs(result, args.save)
+        with _common.writing(args.save, "--save"):
+            data["saved"] = _tensors.save_outputs(result, args.save)
     text = _tensors.result_text(result, style=style)
     if args.save:
         text += "\n" + "\n".join(f"saved {path}" for path in data["saved"])

@@ -37,11 +37,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
     config = None
     if args.config:
-        text = Path(args.config[1:]).read_text() if args.config.startswith("@") else args.config
+        text = args.config
+        if text.startswith("@"):
+            text = _common.read_file(text[1:], "--config").decode("utf-8", "replace")
         try:
             config = json.loads(text)
         except ValueError as exc:
@@ -51,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
         path, sep, local = item.partition("=")
         if not sep or not path or not local:
             raise _common.CLIError(f"--file wants PATH=LOCAL, not {item!r}")
-        files[path] = Path(local).read_bytes()
+        files[path] = _common.read_file(local, f"--file {path}")
     with _common.client(args) as client:
         client.load_model(args.model, config=config, files=files or None)
         ready = client.is_model_ready(args.model)

@@ -488,7 +488,7 @@ def test_generate_over_grpc_checks_a_field_against_its_input(
 ) -> None:
     url = f"grpc://{triton.grpc_url}"
     result = cli("generate", "text_generate", "--text", "a b", "-p", "max_tokens=abc", "--url", url)
-    assert result.status == 1
+    assert result.status == 2  # the user's value, refused before it is sent
     assert "'max_tokens'" in result.err
     assert "'abc' is not a valid INT32 element" in result.err
     assert "Traceback" not in result.err

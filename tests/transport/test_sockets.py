@@ -21,6 +21,7 @@ from kserve_v2.transport.sockets import (
     parse_origin,
     pool_timeout_error,
 )
+from tests.transport.servers import Certs
 
 ORIGIN = Origin(True, "example.com", 8443)
 
@@ -77,6 +78,83 @@ def test_tls_config_refuses_missing_files(tmp_path: Path) -> None:
         TLSConfig(ca_file=tmp_path / "missing.pem").context()
     with pytest.raises(InvalidInputError, match="cannot set up TLS"):
         TLSConfig(cert_file=str(tmp_path / "missing.pem")).context()
+
+
+# A TLS file that is not PEM: (TLSConfig arguments, the file named, what the error says).
+# "certs:NAME" is that file of the test certificates; other names are written below.
+NOT_PEM = [
+    ({"ca_file": "garbage"}, "garbage", "TLS ca_file '{}' is not a PEM certificate"),
+    ({"ca_file": "empty"}, "empty", "TLS ca_file '{}' is not a PEM certificate"),
+    ({"ca_file": "der"}, "der", "TLS ca_file '{}' is not a PEM certificate"),
+    (
+        {"cert_file": "garbage", "key_file": "certs:client_key"},
+        "garbage",
+        "TLS cert_file '{}' is not a PEM certificate",
+    ),
+    (
+        {"cert_file": "empty", "key_file": "certs:client_key"},
+        "empty",
+        "TLS cert_file '{}' is not a PEM certificate",
+    ),
+    (
+        {"cert_file": "certs:client_cert", "key_file": "garbage"},
+        "garbage",
+        "TLS key_file '{}' is not a PEM private key",
+    ),
+    (
+        {"cert_file": "certs:client_cert", "key_file": "certs:client_cert"},
+        "certs:client_cert",
+        "TLS key_file '{}' is not a PEM private key",
+    ),
+    (
+        {"cert_file": "certs:client_cert", "key_file": "empty", "key_password": "pw"},
+        "empty",
+        "TLS key_file '{}' is not a PEM private key (or its password is wrong)",
+    ),
+    (
+        {"cert_file": "certs:client_cert"},
+        "certs:client_cert",
+        "TLS cert_file '{}' has no PEM private key in it; give key_file",
+    ),
+    (
+        {"cert_file": "certs:client_cert", "key_file": "certs:server_key"},
+        "certs:server_key",
+        "TLS key_file '{}' is not the key of cert_file '",
+    ),
+]
+
+
+@pytest.mark.parametrize(("arguments", "culprit", "message"), NOT_PEM)
+def test_tls_config_names_a_file_that_is_not_pem(
+    certs: Certs, tmp_path: Path, arguments: dict[str, str], culprit: str, message: str
+) -> None:
+    from cryptography import x509
+    from cryptography.hazmat.primitives import serialization
+
+    (tmp_path / "garbage").write_text("this is not a certificate\n")
+    (tmp_path / "empty").write_bytes(b"")
+    der = x509.load_pem_x509_certificate(certs.ca_file.read_bytes())
+    (tmp_path / "der").write_bytes(der.public_bytes(serialization.Encoding.DER))
+
+    def path(name: str) -> str:
+        if name.startswith("certs:"):
+            return str(getattr(certs, name.removeprefix("certs:")))
+        return str(tmp_path / name)
+
+    given = {k: path(v) if k != "key_password" else v for k, v in arguments.items()}
+    with pytest.raises(InvalidInputError) as info:
+        TLSConfig(**given).context()  # type: ignore[arg-type]
+    assert str(info.value).startswith(message.format(path(culprit)))
+    assert info.value.value == path(culprit)  # the offending file
+    assert "PEM lib" not in str(info.value)
+    assert isinstance(info.value.__cause__, ssl.SSLError)  # OpenSSL's words stay there
+
+
+def test_tls_config_takes_pem_files(certs: Certs) -> None:
+    ctx = TLSConfig(
+        ca_file=certs.ca_file, cert_file=certs.client_cert, key_file=certs.client_key
+    ).context()
+    assert ctx.verify_mode == ssl.CERT_REQUIRED
 
 
 def _verification_failure() -> ssl.SSLCertVerificationError:

@@ -398,7 +398,8 @@ async def _measure(
 
 
 def _check_measurement(args: argparse.Namespace) -> None:
-    """Refuse measurement options out of range before the server is asked anything."""
+    """Refuse measurement options out of range, and output files that cannot be written,
+    before the server is asked anything."""
     if not args.measurement_interval > 0:  # NaN fails too
         raise _common.CLIError(
             f"--measurement-interval must be positive, got {args.measurement_interval:g}"
@@ -413,6 +414,18 @@ def _check_measurement(args: argparse.Namespace) -> None:
         raise _common.CLIError(f"--max-trials must be at least 1, got {args.max_trials}")
     if args.percentile is not None and not 1 <= args.percentile <= 100:
         raise _common.CLIError(f"--percentile must be 1 to 100, got {args.percentile}")
+    if args.output_shared_memory_size < 0:
+        raise _common.CLIError(
+            f"--output-shared-memory-size must be >= 0, got {args.output_shared_memory_size}"
+        )
+    # Before the sweep: its results are not lost to an output file that cannot be written.
+    for path, option in (
+        (args.csv, "--csv"),
+        (args.export_json, "--export-json"),
+        (args.plot, "--plot"),
+    ):
+        if path:
+            _common.check_output_file(path, option)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -468,13 +481,15 @@ def run(args: argparse.Namespace) -> int:
         "server_counted": server,
     }
     if args.csv:
-        write_csv(results, args.csv)
+        with _common.writing(args.csv, "--csv"):
+            write_csv(results, args.csv)
     if args.export_json:
-        with open(args.export_json, "w") as f:
+        with _common.writing(args.export_json, "--export-json"), open(args.export_json, "w") as f:
             json.dump(document, f, indent=2)
     if args.plot:
         try:
-            write_png(results, args.plot, f"{args.model} ({args.url})")
+            with _common.writing(args.plot, "--plot"):
+                write_png(results, args.plot, f"{args.model} ({args.url})")
         except ImportError:
             sys.stderr.write(
                 "note: --plot needs matplotlib: pip install 'kserve-v2[cli]'; no PNG written\n"
