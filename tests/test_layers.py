@@ -74,6 +74,7 @@ LAYERS: dict[str, Layer] = {
     "kserve_v2.metrics": Layer.VALUES,
     "kserve_v2.options": Layer.VALUES,
     "kserve_v2.parameters": Layer.VALUES,
+    "kserve_v2.pem": Layer.VALUES,  # TLS files into an SSLContext, errors naming the file
     "kserve_v2.retry": Layer.VALUES,  # RetryPolicy: what is retried (the clients sleep)
     "kserve_v2.shm": Layer.VALUES,
     "kserve_v2.tensors": Layer.VALUES,

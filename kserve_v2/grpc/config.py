@@ -13,6 +13,7 @@ from kserve_v2.errors import (
     MissingDependencyError,
 )
 from kserve_v2.options import GRPCKeepAlive
+from kserve_v2.pem import check_tls_files
 
 if TYPE_CHECKING:
     from kserve_v2.endpoint import Endpoint
@@ -183,6 +184,9 @@ def channel_config(
                 "give either grpc_credentials or TLS certificate files, not both"
             )
         if secure and credentials is None:
+            # grpcio would only log OpenSSL's complaint about a bad file, then fail to
+            # connect: say which file is wrong now (the native transport says so too).
+            check_tls_files(tls.ca_file, tls.cert_file, tls.key_file)
             root = _read_pem(tls.ca_file, "ca_file")
             chain = _read_pem(tls.cert_file, "cert_file")
             key = _read_pem(tls.key_file, "key_file")

@@ -46,6 +46,7 @@ from kserve_v2.http1 import (
     serialize_head,
 )
 from kserve_v2.interfaces import HTTPRequest, HTTPResponse
+from kserve_v2.pem import load_ca, load_cert_chain
 
 if TYPE_CHECKING:
     from kserve_v2.datatypes import BytesLike
@@ -289,63 +290,22 @@ class TLSConfig:
         A file that is not PEM raises :class:`InvalidInputError` naming it (its ``value``),
         not OpenSSL's "PEM lib".
         """
-        # ssl.SSLError is an OSError: catch it first, to name the file it is about.
-        try:
-            if self.ca_file is not None or self.ca_dir is not None:
+        if self.ca_file is not None or self.ca_dir is not None:
+            try:
                 ctx = ssl.create_default_context(cafile=self.ca_file, capath=self.ca_dir)
-            else:
-                ctx = ssl.create_default_context()
-        except ssl.SSLError as exc:
-            # capath is only read during handshakes: a failure here is about cafile.
-            raise _not_pem("ca_file", self.ca_file, "certificate") from exc
-        except OSError as exc:
-            raise InvalidInputError(f"cannot set up TLS: {exc}") from exc
+            except OSError as exc:  # ssl.SSLError included
+                # Loaded again on its own, to say which file and why (raises).
+                load_ca(ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT), self.ca_file, self.ca_dir)
+                raise InvalidInputError(f"cannot set up TLS: {exc}") from exc
+        else:
+            ctx = ssl.create_default_context()
         if not self.verify:
             ctx.check_hostname = False
             ctx.verify_mode = ssl.CERT_NONE
         if self.cert_file is not None:
-            try:
-                ctx.load_cert_chain(self.cert_file, self.key_file, self.key_password)
-            except ssl.SSLError as exc:
-                raise self._cert_chain_error(exc) from exc
-            except OSError as exc:
-                raise InvalidInputError(f"cannot set up TLS: {exc}") from exc
+            load_cert_chain(ctx, self.cert_file, self.key_file, self.key_password)
         ctx.set_alpn_protocols(list(alpn))
         return ctx
-
-    def _cert_chain_error(self, exc: ssl.SSLError) -> InvalidInputError:
-        """Which file of ``load_cert_chain`` failed, and why: OpenSSL only says "PEM lib"."""
-        cert = self.cert_file
-        if exc.reason == "KEY_VALUES_MISMATCH":
-            key = self.key_file if self.key_file is not None else cert
-            return InvalidInputError(
-                f"TLS key_file {_path_name(key)!r} is not the key of cert_file "
-                f"{_path_name(cert)!r}",
-                value=key,
-            )
-        # The certificate parses on its own when a trust store takes it.
-        try:
-            ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT).load_verify_locations(cafile=cert)
-        except ssl.SSLError:
-            return _not_pem("cert_file", cert, "certificate")
-        except OSError:
-            pass  # read a moment ago: the key is the likelier culprit
-        if self.key_file is None:
-            return InvalidInputError(
-                f"TLS cert_file {_path_name(cert)!r} has no PEM private key in it; give key_file",
-                value=cert,
-            )
-        wrong_password = " (or its password is wrong)" if self.key_password is not None else ""
-        return _not_pem("key_file", self.key_file, "private key" + wrong_password)
-
-
-def _path_name(path: StrPath | None) -> str | None:
-    return None if path is None else os.fspath(path)
-
-
-def _not_pem(what: str, path: StrPath | None, kind: str) -> InvalidInputError:
-    """The error for the TLS file ``what`` (ca_file, cert_file, key_file): not PEM."""
-    return InvalidInputError(f"TLS {what} {_path_name(path)!r} is not a PEM {kind}", value=path)
 
 
 def end_orphaned(transport: asyncio.BaseTransport | None) -> None:

@@ -892,16 +892,18 @@ def test_options_add_to_the_defaults_and_replace_same_names() -> None:
 
 
 def test_tls_settings(tmp_path: Any) -> None:
-    ca = tmp_path / "ca.pem"
-    ca.write_bytes(b"CA PEM")
+    from tests.transport.servers import make_certs
+
+    ca = make_certs(tmp_path).ca_file
+    pem = ca.read_bytes()
     secure = parse_url("grpcs://localhost:443")
     config = channel_config(
         secure, tls=TLSOptions(ca_file=str(ca), server_hostname="triton.internal")
     )
     assert config.secure
-    assert config.root_certificates == b"CA PEM"
+    assert config.root_certificates == pem
     assert ("grpc.ssl_target_name_override", "triton.internal") in config.options
-    assert "CA PEM" not in repr(config)
+    assert pem.decode() not in repr(config)
     credentials = grpc.ssl_channel_credentials()
     assert channel_config(secure, credentials=credentials).credentials is credentials
 
@@ -923,6 +925,18 @@ def test_tls_settings(tmp_path: Any) -> None:
 def test_bad_channel_settings(url: str, kwargs: dict[str, Any], problem: str) -> None:
     with pytest.raises(InvalidInputError, match=problem):
         channel_config(parse_url(url), **kwargs)
+
+
+def test_channel_config_names_a_tls_file_that_is_not_pem(tmp_path: Any) -> None:
+    # grpcio takes the files' bytes and would only log OpenSSL's complaint, then fail to
+    # connect: the configuration says which file is wrong, for both transports.
+    garbage = tmp_path / "ca.pem"
+    garbage.write_text("not a certificate\n")
+    with pytest.raises(InvalidInputError, match=r"TLS ca_file '.*ca\.pem' is not a PEM") as info:
+        channel_config(parse_url("grpcs://h:1"), tls=TLSOptions(ca_file=str(garbage)))
+    assert info.value.value == str(garbage)
+    # Plain text: the files are not read (the URL is refused for them elsewhere).
+    assert channel_config(parse_url("grpc://h:1")).root_certificates is None
 
 
 def test_keepalive_values_are_checked() -> None:

@@ -73,11 +73,16 @@ def test_tls_config_builds_verifying_contexts() -> None:
     assert not unverified.check_hostname
 
 
-def test_tls_config_refuses_missing_files(tmp_path: Path) -> None:
-    with pytest.raises(InvalidInputError, match="cannot set up TLS"):
-        TLSConfig(ca_file=tmp_path / "missing.pem").context()
-    with pytest.raises(InvalidInputError, match="cannot set up TLS"):
-        TLSConfig(cert_file=str(tmp_path / "missing.pem")).context()
+def test_tls_config_names_missing_files(tmp_path: Path) -> None:
+    missing = str(tmp_path / "missing.pem")
+    for what, config in (
+        ("ca_file", TLSConfig(ca_file=missing)),
+        ("cert_file", TLSConfig(cert_file=missing)),
+        ("key_file", TLSConfig(cert_file=__file__, key_file=missing)),
+    ):
+        with pytest.raises(InvalidInputError, match=f"cannot read TLS {what} '{missing}'") as info:
+            config.context()
+        assert info.value.value == missing
 
 
 # A TLS file that is not PEM: (TLSConfig arguments, the file named, what the error says).
