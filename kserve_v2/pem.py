@@ -2,8 +2,9 @@
 which file is wrong and how, where OpenSSL only says "PEM lib".
 
 Used by every transport: the stdlib, asyncio and native gRPC transports build their context
-with :func:`load_ca` and :func:`load_cert_chain`; the grpcio transport hands grpcio the files'
-bytes, which grpcio would only log a complaint about before failing to connect, so the
+in :meth:`kserve_v2.transport.sockets.TLSConfig.context` (with :func:`load_cert_chain`, and
+:func:`load_ca` to say what is wrong with a CA file); the grpcio transport hands grpcio the
+files' bytes, which grpcio would only log a complaint about before failing to connect, so the
 channel configuration checks them first with :func:`check_tls_files`.
 
 Example::

@@ -249,25 +249,19 @@ _TLS_OPTIONS: Final = {"ca_file": "--ca-file", "cert_file": "--cert-file", "key_
 
 
 def _check_tls_files(args: argparse.Namespace) -> None:
-    """Refuse TLS files that are not PEM before anything is sent. The library says so when it
-    builds its SSL context (on the first request), but grpcio reads the files on its own and
-    only logs OpenSSL's complaint, then fails to connect: build the context here, for every
-    transport, and say the option."""
+    """Refuse TLS files that are missing or not PEM, naming the option. The client checks
+    them too when it is made (:func:`kserve_v2.pem.check_tls_files`), but in the library's
+    words (``ca_file``): checked here, where every client's options are made (perf's
+    workers' included)."""
     import re
 
     from kserve_v2.errors import InvalidInputError
-    from kserve_v2.transport.sockets import TLSConfig
+    from kserve_v2.pem import check_tls_files
 
     if not args.url.lower().startswith(("https://", "grpcs://")):
         return  # the client refuses TLS files for a plain-text URL, and says so
-    tls = TLSConfig(
-        verify=not args.insecure,
-        ca_file=args.ca_file,
-        cert_file=args.cert_file,
-        key_file=args.key_file,
-    )
     try:
-        tls.context()
+        check_tls_files(args.ca_file, args.cert_file, args.key_file)
     except InvalidInputError as exc:
         message = re.sub(
             r"\b(?:TLS )?(ca_file|cert_file|key_file)\b",
