@@ -105,36 +105,30 @@ def triton(
 
 
 # -- Triton 2.51's stream race ---------------------------------------------------------------
-# Triton 2.51 (the server pytriton 0.7.0 ships) has a race in its gRPC stream response writer,
-# hit now and then by streams with requests for several models in flight, with either client:
-# it aborts ("ASSERTION FAILED: !byte_buffer->Valid()", fixed in later Tritons), or segfaults
-# after logging a cancellation it did not expect (the error-mode streams), or, more
-# rarely, the decoupled model's next send never returns and the model answers no stream again.
-# That is no failure of the test that happened to run, but it would take the session's server,
-# and every test after it, down. So a test that fails while the session server died *of this
-# abort*, or no longer answers a fresh decoupled stream request, is run once more on a
-# restarted server. A server that died of anything else is not restarted, and a test that
-# fails again fails.
+# Triton 2.51 has a race in its gRPC stream response writer (see TritonServer.known_crash), hit
+# now and then by streams with requests for several models in flight, with either client: it
+# aborts or segfaults, or, more rarely, the decoupled model's next send never returns and the
+# model answers no stream again. That is no failure of the test that happened to run, but it
+# would take the session's server, and every test after it, down. So a test that fails while
+# the session server died *of this race*, or no longer answers a fresh decoupled stream
+# request, is run once more on a restarted server. A server that died of anything else is not
+# restarted, and a test that fails again fails. (conformance/conftest.py does the same for the
+# conformance suite's own server.)
 
 _SESSION_SERVER: list[TritonServer] = []
-#: Other servers whose death of the known abort also earns the test that failed a rerun (the
+#: Other servers whose death of the known race also earns the test that failed a rerun (the
 #: ``triton_grpc_error`` tests' own server): their fixtures register them with :func:`watch`.
 _WATCHED_SERVERS: list[TritonServer] = []
-_KNOWN_ABORT = "ASSERTION FAILED: !byte_buffer->Valid()"
-#: The same race's other ending, seen on the error-mode streams: the stream handler's
-#: cancellation bookkeeping goes wrong (this line), then the server segfaults.
-_KNOWN_CANCEL_BUG = "HandleCancellation called even when the context was not cancelled"
-_SEGFAULT = "Signal (11) received."
-#: Attempts of one test while the abort keeps striking (each on a restarted server): the abort
-#: hits the error-mode streams often enough on a busy machine that one rerun is not enough to
-#: keep CI green, and a test failing for another reason fails at its first attempt.
+#: Attempts of one test while the race keeps striking (each on a restarted server): it hits
+#: the error-mode streams often enough on a busy machine that one rerun is not enough to keep
+#: CI green, and a test failing for another reason fails at its first attempt.
 _ATTEMPTS = 3
-#: Seconds a failed test waits for the abort to show in a server's log (see _aborted_server).
-_ABORT_LOG_WAIT = 3.0
+#: Seconds a failed test waits for the crash to show in a server's log (see known_crash).
+_CRASH_LOG_WAIT = 3.0
 
 
 def watch(server: TritonServer) -> None:
-    """Restart ``server`` and rerun the failed test when it died of Triton 2.51's known abort."""
+    """Restart ``server`` and rerun the failed test when it died of Triton 2.51's known race."""
     _WATCHED_SERVERS.append(server)
 
 
@@ -142,23 +136,13 @@ def unwatch(server: TritonServer) -> None:
     _WATCHED_SERVERS.remove(server)
 
 
-def _aborted_server(wait: float = 0.0) -> TritonServer | None:
-    """The session server or a watched one, if it died (or is dying) of the known abort.
-
-    ``wait``: seconds to keep looking after a test failed. The client may see the connection
-    drop a moment before the abort reaches the server's log, and the process still runs while
-    Triton prints its backtrace: without the wait a test failed by the abort was not rerun.
-    """
+def _crashed_server(wait: float = 0.0) -> tuple[TritonServer, str] | None:
+    """The session server or a watched one, with why, if it died (or is dying) of the race."""
     deadline = time.monotonic() + wait
     while True:
         for server in (*_SESSION_SERVER, *_WATCHED_SERVERS):
-            log = server.read_log()
-            start = log.rfind("\n$ ")  # each start writes its command line first
-            this_run = log[start + 1 :] if start >= 0 else log
-            if _KNOWN_ABORT in this_run or (
-                _SEGFAULT in this_run and _KNOWN_CANCEL_BUG in this_run
-            ):
-                return server  # _restart stops what is left of it
+            if (why := server.known_crash()) is not None:
+                return server, why  # _restart stops what is left of it
         if time.monotonic() >= deadline:
             return None
         time.sleep(0.1)
@@ -191,8 +175,8 @@ def _wedged_server() -> TritonServer | None:
 _RESTARTS: list[str] = []
 
 
-def _restart(server: TritonServer, item: pytest.Item, what: str) -> None:
-    _RESTARTS.append(f"{item.nodeid}: Triton 2.51 {what}; restarted it (log: {server.log_path})")
+def _restart(server: TritonServer, why: str, item: pytest.Item) -> None:
+    _RESTARTS.append(f"{item.nodeid}: {why}; restarted it (log: {server.log_path})")
     server.stop()
     server.start()
 
@@ -220,20 +204,18 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
     from _pytest.runner import runtestprotocol
 
     item.ihook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
-    aborted = "crashed of its known gRPC stream race (see tests/conftest.py)"
-    while (server := _aborted_server()) is not None:  # it died after an earlier test passed
-        _restart(server, item, aborted)
+    while (crashed := _crashed_server()) is not None:  # it died after an earlier test passed
+        _restart(*crashed, item)
     reports = runtestprotocol(item, nextitem=nextitem, log=False)
     for _ in range(_ATTEMPTS - 1):
         if not any(report.failed for report in reports):
             break
-        what = aborted
-        server = _aborted_server(wait=_ABORT_LOG_WAIT)
-        if server is None and (server := _wedged_server()) is not None:
-            what = "stopped answering decoupled stream requests"
-        if server is None:
+        crashed = _crashed_server(wait=_CRASH_LOG_WAIT)
+        if crashed is None and (server := _wedged_server()) is not None:
+            crashed = server, "Triton 2.51 stopped answering decoupled stream requests"
+        if crashed is None:
             break  # failed for another reason: that is the test's result
-        _restart(server, item, what)
+        _restart(*crashed, item)
         item._initrequest()  # type: ignore[attr-defined]  # fresh fixtures for the rerun
         reports = runtestprotocol(item, nextitem=nextitem, log=False)
     for report in reports:

@@ -94,6 +94,14 @@ _CPU_ONLY_NOISE = re.compile(r"NVML|CudaDriverHelper|DCGM|CUDA driver")
 # How Triton (and grpc) report a port that is already taken.
 _PORT_IN_USE = re.compile(r"already in use|address in use", re.IGNORECASE)
 
+# Triton 2.51 (the server pytriton 0.7.0 ships) has a race in its gRPC stream response writer,
+# hit now and then by streams with several requests in flight, with any client, fixed in later
+# Tritons. It ends in one of two ways: an assertion aborts the server, or the stream handler's
+# cancellation bookkeeping goes wrong (the first line) and the server segfaults.
+_KNOWN_ABORT = "ASSERTION FAILED: !byte_buffer->Valid()"
+_KNOWN_CANCEL_BUG = "HandleCancellation called even when the context was not cancelled"
+_SEGFAULT = "Signal (11) received."
+
 
 class TritonLaunchError(KServeError, RuntimeError):
     """The local Triton server could not be found, started or used."""
@@ -432,6 +440,39 @@ class TritonServer(ServerProcess):
         if self._proc is None:
             raise TritonLaunchError("the server has not been started")
         return self._proc.wait(timeout)
+
+    def known_crash(self, wait: float = 0.0) -> str | None:
+        """What took this start of the server down, if it was Triton 2.51's known gRPC stream
+        race, else ``None`` (running fine, never started, or dead of something else).
+
+        The race (fixed in later Tritons) aborts or segfaults the server now and then while
+        streams have several requests in flight; test suites restart the server and rerun the
+        test that saw it die. ``wait``: seconds to keep looking, for a caller that just saw a
+        connection drop: the client can see that a moment before the server's log says why, and
+        the process still runs while Triton prints its backtrace.
+
+        Example::
+
+            if (why := server.known_crash(wait=3.0)) is not None:
+                server.stop()
+                server.start()
+        """
+        deadline = time.monotonic() + wait
+        while True:
+            if self._log_path is not None and self._log_path.exists():
+                log = self.read_log()
+                start = log.rfind("\n$ ")  # each start writes its command line first
+                this_run = log[start + 1 :] if start >= 0 else log
+                if _KNOWN_ABORT in this_run:
+                    return f"Triton 2.51's known gRPC stream race: it aborted ({_KNOWN_ABORT})"
+                if _SEGFAULT in this_run and _KNOWN_CANCEL_BUG in this_run:
+                    return (
+                        "Triton 2.51's known gRPC stream race: it segfaulted after "
+                        f"{_KNOWN_CANCEL_BUG!r}"
+                    )
+            if time.monotonic() >= deadline:
+                return None
+            time.sleep(0.1)
 
     # -- life cycle -----------------------------------------------------------------------------
 

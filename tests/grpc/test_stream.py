@@ -236,7 +236,7 @@ def test_stream_iteration_raises_per_request_errors(client: Client) -> None:
 class _ErrorModeServer:
     """The server of the ``triton_grpc_error`` tests, started again when a test left it dead
     (and watched by the rerun hook in tests/conftest.py, which restarts it and reruns a test
-    that failed while it died of Triton 2.51's known abort)."""
+    that failed while it died of Triton 2.51's known gRPC stream race)."""
 
     def __init__(self, factory: Any, repository: Any) -> None:
         self.server = factory.start(repository)

@@ -607,6 +607,38 @@ def test_sigkill_after_grace_period(triton_factory: TritonFactory) -> None:
     assert not any(region.exists() for region in shm_regions)  # and their regions removed
 
 
+def test_known_crash_is_this_start_of_the_race_only(
+    triton_factory: TritonFactory, tmp_path: Path
+) -> None:
+    """known_crash names Triton 2.51's gRPC stream race from the log of the server's current
+    start: not a segfault of another cause, not the race in an earlier start's log."""
+    log = tmp_path / "tritonserver.log"
+    # An earlier start that died of the race, in the same (appended-to) log file.
+    log.write_text(
+        "$ tritonserver --earlier-start\n"
+        "E1201 HandleCancellation called even when the context was not cancelled for ...\n"
+        "Signal (11) received.\n"
+        "ASSERTION FAILED: !byte_buffer->Valid()\n"
+    )
+    repository = tmp_path / "empty-repository"
+    repository.mkdir()
+    server = triton_factory.start(repository, log_file=log)
+    assert server.known_crash() is None
+    os.kill(server.pid, signal.SIGSEGV)  # Triton's handler logs "Signal (11) received."
+    server.wait(timeout=60)
+    assert "Signal (11) received." in server.read_log().rpartition("\n$ ")[2]
+    assert server.known_crash(wait=0.2) is None  # a segfault alone is no known race
+    with log.open("a") as file:  # what the race's segfault logs before it
+        file.write("E1201 HandleCancellation called even when the context was not cancelled\n")
+    assert "segfaulted" in (server.known_crash() or "")
+    server.stop()
+    server.start()
+    assert server.known_crash() is None  # a new start, a new log section
+    with log.open("a") as file:
+        file.write("tritonserver: ... ASSERTION FAILED: !byte_buffer->Valid()\n")
+    assert "aborted" in (server.known_crash() or "")
+
+
 def test_startup_failure_reports_the_log(
     tmp_path: Path, triton_env: TritonEnvironment, monkeypatch: pytest.MonkeyPatch
 ) -> None:
