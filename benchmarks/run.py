@@ -144,24 +144,30 @@ def _spread(values: Sequence[float]) -> float:
 
 
 def _run_worker(spec: dict[str, Any]) -> dict[str, Any]:
-    """One worker process; its JSON result, or ``{"error": ...}``."""
-    try:
-        proc = subprocess.run(
-            [sys.executable, str(WORKER), json.dumps(spec)],
-            capture_output=True,
-            text=True,
-            timeout=WORKER_TIMEOUT_S,
-            cwd=ROOT,
-        )
-    except subprocess.TimeoutExpired:
-        return {"error": f"timed out after {WORKER_TIMEOUT_S:.0f} s"}
-    if proc.returncode != 0:
-        lines = [line for line in proc.stderr.strip().splitlines() if line.strip()]
-        return {
-            "error": lines[-1] if lines else f"exit status {proc.returncode}",
-            "stderr": proc.stderr,
-        }
-    return dict(json.loads(proc.stdout.strip().splitlines()[-1]))
+    """One worker process; its JSON result, or ``{"error": ...}``.
+
+    The result comes back in a file, not on stdout: a result is a few hundred KiB (every
+    latency), and one came back broken at 64 KiB, where a full pipe splits the write (so
+    anything else the worker's libraries print can land inside it)."""
+    with tempfile.TemporaryDirectory(prefix="kserve-v2-bench-") as tmp:
+        result_file = Path(tmp) / "result.json"
+        try:
+            proc = subprocess.run(
+                [sys.executable, str(WORKER), json.dumps(spec), str(result_file)],
+                capture_output=True,
+                text=True,
+                timeout=WORKER_TIMEOUT_S,
+                cwd=ROOT,
+            )
+        except subprocess.TimeoutExpired:
+            return {"error": f"timed out after {WORKER_TIMEOUT_S:.0f} s"}
+        if proc.returncode != 0 or not result_file.exists():
+            lines = [line for line in proc.stderr.strip().splitlines() if line.strip()]
+            return {
+                "error": lines[-1] if lines else f"exit status {proc.returncode}, no result",
+                "stderr": proc.stderr + proc.stdout[-2000:],
+            }
+        return dict(json.loads(result_file.read_text()))
 
 
 def _grpc_unavailable(grpc_url: str) -> str | None:

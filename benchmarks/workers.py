@@ -4,8 +4,9 @@
         "http_url": "http://127.0.0.1:8000", "grpc_url": "127.0.0.1:8001",
         "requests": 2000, "warmup": 100}'
 
-prints one JSON object on stdout: the timed operations, wall and CPU seconds, per-operation
-latencies, RSS before the first request and the process's peak RSS. Only the client library
+prints one JSON object on stdout (or writes it to RESULT-FILE, a second argument, as run.py
+asks): the timed operations, wall and CPU seconds, per-operation latencies, RSS before the first
+request and the process's peak RSS. Only the client library
 under test is imported, so a worker's memory and CPU are that client's alone.
 
 Both clients do the same work per operation: build the inputs from numpy arrays (as application
@@ -632,9 +633,16 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
 
 
 def main() -> None:
-    if len(sys.argv) != 2:
-        sys.exit(f"usage: {sys.argv[0]} JSON-SPEC (started by benchmarks/run.py)")
-    print(json.dumps(run(json.loads(sys.argv[1]))))
+    if len(sys.argv) not in (2, 3):
+        sys.exit(f"usage: {sys.argv[0]} JSON-SPEC [RESULT-FILE] (started by benchmarks/run.py)")
+    result = json.dumps(run(json.loads(sys.argv[1])))
+    if len(sys.argv) == 3:
+        # Written whole, then renamed: run.py never reads half a result.
+        partial = Path(sys.argv[2] + ".partial")
+        partial.write_text(result)
+        partial.replace(sys.argv[2])
+    else:
+        print(result)
 
 
 if __name__ == "__main__":
