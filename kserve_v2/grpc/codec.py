@@ -92,11 +92,14 @@ def generated() -> ModuleType:
 
 
 def parse_message(cls: Any, data: wire.BytesLike) -> Any:
-    """``cls.FromString(data)`` with protobuf's decode error as :class:`ProtocolError`."""
+    """``cls.FromString(data)`` with protobuf's decode error as :class:`ProtocolError`.
+
+    ``data`` may be any bytes-like object: protobuf 4.x takes bytes and memoryviews but
+    refuses a bytearray (TypeError), which is what the native transport gives."""
     from google.protobuf.message import DecodeError
 
     try:
-        return cls.FromString(data)
+        return cls.FromString(data if type(data) is bytes else memoryview(data))
     except DecodeError as exc:
         raise ProtocolError(
             f"malformed {cls.DESCRIPTOR.name}: {exc}", value=bytes(data[:80])

@@ -84,7 +84,7 @@ def compress_message(data: bytes | bytearray | memoryview, encoding: str) -> byt
     return zlib.compress(data)
 
 
-def _decompress(data: bytes | bytearray, encoding: str | None, limit: int | None) -> bytes:
+def _decompress(data: bytes | bytearray, encoding: str | None, limit: int | None) -> bytearray:
     if encoding == "gzip":
         wbits = 16 + zlib.MAX_WBITS
     elif encoding == "deflate":
@@ -108,7 +108,9 @@ def _decompress(data: bytes | bytearray, encoding: str | None, limit: int | None
             raise ProtocolError(f"truncated {encoding} message")
     except zlib.error as exc:
         raise ProtocolError(f"undecodable {encoding} message: {exc}") from exc
-    return out
+    # A copy, but the arrays viewing a message stay writeable whether it came compressed
+    # or not (and decompressing costs far more than the copy).
+    return bytearray(out)
 
 
 def grpc_timeout(seconds: float) -> str:
@@ -237,8 +239,10 @@ class MessageReader:
                 flag, length = _PREFIX.unpack_from(chunk, pos)
                 pos += 5
                 if end - pos >= length and self._check(flag, length):
-                    # The whole message is here: one copy, straight out of the chunk.
-                    self._on_message(flag, bytes(chunk[pos : pos + length]))
+                    # The whole message is here: one copy, straight out of the chunk,
+                    # into a bytearray like a message that spans reads (numpy arrays
+                    # viewing it are writeable whatever its size).
+                    self._on_message(flag, bytearray(chunk[pos : pos + length]))
                     pos += length
                     continue
             self._check(flag, length)

@@ -427,6 +427,21 @@ def test_large_binary_tensors_are_not_copied(client: ClientUnderTest) -> None:
     assert np.shares_memory(np.frombuffer(tensor_part, dtype=np.uint8), sent)
 
 
+@pytest.mark.parametrize("rows", [1, 4096], ids=["small", "4MiB"])
+def test_results_are_writeable(client: ClientUnderTest, rows: int) -> None:
+    """A result's arrays are views on the received body that the caller may write to (as on
+    the native gRPC transport), whatever the body's size; httpx hands the body over as
+    bytes, so on its transports they are read-only."""
+    data = np.arange(rows * 256, dtype=np.float32).reshape(rows, 256)
+    output = client.infer("identity_fp32", {"INPUT0": data}).as_numpy("OUTPUT0")
+    assert not output.flags.owndata
+    own_transport = not client.kind.endswith("httpx")
+    assert output.flags.writeable is own_transport
+    if own_transport:
+        output += 1
+        np.testing.assert_array_equal(output, data + 1)
+
+
 # -- request id and parameters --------------------------------------------------------------------
 
 

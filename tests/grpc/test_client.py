@@ -121,6 +121,29 @@ def test_simple_infer(client: Client) -> None:
     assert [t.name for t in only.outputs] == ["OUTPUT1"]
 
 
+@pytest.mark.parametrize("rows", [1, 1024], ids=["small", "1MiB"])
+def test_results_are_writeable_on_the_native_transport(
+    client: Client, grpc_transport: str, rows: int
+) -> None:
+    """As over HTTP, a result's arrays are views on the received message that the caller may
+    write to, whatever the message's size (a small one arrives in one read, a large one in
+    many); grpcio hands its messages over as bytes, so its arrays are read-only."""
+    data = np.arange(rows * 256, dtype=np.float32).reshape(rows, 256)
+    output = client.infer("identity_fp32", {"INPUT0": data}).as_numpy("OUTPUT0")
+    assert not output.flags.owndata  # a view, not a copy
+    assert output.flags.writeable is (grpc_transport == "native")
+    if grpc_transport == "native":
+        output += 1
+        np.testing.assert_array_equal(output, data + 1)
+
+
+async def test_results_are_writeable_on_the_native_transport_async(
+    aclient: AsyncClient, grpc_transport: str
+) -> None:
+    result = await aclient.infer("identity_fp32", {"INPUT0": np.ones((1, 4), np.float32)})
+    assert result.as_numpy("OUTPUT0").flags.writeable is (grpc_transport == "native")
+
+
 @pytest.mark.parametrize("datatype", list(Datatype), ids=lambda d: d.value)
 def test_every_datatype_round_trips(client: Client, datatype: Datatype) -> None:
     data = sample(datatype)

@@ -35,3 +35,18 @@ def test_distinct_output_names_decode() -> None:
         message.raw_output_contents.append(np.array([1], "<i4").tobytes())
     result = codec.decode_infer_response(message.SerializeToString())
     assert [output.name for output in result.outputs] == ["y", "x"]
+
+
+@pytest.mark.parametrize("kind", [bytes, bytearray, memoryview])
+def test_parse_message_takes_any_bytes_like(kind: type) -> None:
+    """The native transport hands messages over as bytearrays, which protobuf 4.x refuses
+    (TypeError) where it takes bytes and memoryviews: the floor run (protobuf 4.25.1) keeps
+    this true."""
+    data = pb.ServerMetadataResponse(name="triton", version="2.51").SerializeToString()
+    message = codec.parse_message(pb.ServerMetadataResponse, kind(data))
+    assert (message.name, message.version) == ("triton", "2.51")
+
+
+def test_parse_message_refuses_garbage_with_protocol_error() -> None:
+    with pytest.raises(ProtocolError, match="malformed ServerMetadataResponse"):
+        codec.parse_message(pb.ServerMetadataResponse, bytearray(b"\xff\xff\xff"))

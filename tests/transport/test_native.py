@@ -836,6 +836,7 @@ def test_compressed_response(serve: Serve, connect: Connect, encoding: str) -> N
     client = connect(server)
     reply, _ = client.unary(b"")
     assert reply == payload
+    assert type(reply) is bytearray  # arrays viewing it are writeable, as for the others
     assert server.peers[0].requests[0].header("grpc-accept-encoding") == "identity,deflate,gzip"
 
 
