@@ -305,7 +305,96 @@ def decode_infer_response(
     :func:`output_placements`) says which outputs those are; they come back with
     ``data=None`` and the placement's ``shared_memory_*`` parameters, as over REST.
     """
+    if not placements and (type(data) is bytes or type(data) is bytearray):
+        result = _decode_reusing(data, memoryview(data), 0, len(data), None)
+        if result is not None:
+            return result
     return _infer_result(wire.decode_infer_response_fields(data), placements)
+
+
+# ------------------------------------------------------------------ repeated layouts
+#
+# A model answers with responses that differ only in their tensors' bytes and their id, so
+# what fields 1 to 5 decode to (names, datatypes, shapes, parameters, all checked) is kept,
+# keyed by those fields' bytes without the id (wire.split_infer_response). A response whose
+# bytes match reads only its raw contents; anything unusual takes the full decoder, whose
+# values and errors are the reference. A stream of small responses spends half its decoding
+# time on those fields otherwise.
+
+
+@dataclass(frozen=True, slots=True)
+class _Layout:
+    """What a response's fields 1 to 5 but the id decode to: every output with raw contents
+    and no parameters."""
+
+    model_name: str
+    model_version: str
+    parameters: dict[str, ParameterValue]
+    outputs: tuple[tuple[str, str, tuple[int, ...], Datatype], ...]
+
+    @classmethod
+    def of(cls, result: InferResult) -> _Layout | None:
+        outputs = []
+        for tensor in result.outputs:
+            if tensor.parameters or tensor.data is None:
+                return None  # shared memory, or no data: decoded in full each time
+            datatype = DATATYPE_BY_NAME[tensor.datatype]
+            outputs.append((tensor.name, tensor.datatype, tensor.shape, datatype))
+        return cls(result.model_name, result.model_version, dict(result.parameters), tuple(outputs))
+
+    def result(self, id: str, raws: list[memoryview]) -> InferResult | None:
+        """The result for these raw contents, or None when they do not fit the layout (the
+        full decoder then says what is wrong)."""
+        if len(raws) != len(self.outputs):
+            return None
+        tensors = []
+        try:
+            for (name, datatype_name, shape, datatype), raw in zip(self.outputs, raws, strict=True):
+                data = deserialize(raw, datatype, shape)
+                tensors.append(new_output_tensor(name, datatype_name, shape, data, {}))
+        except ProtocolError:
+            return None
+        parameters = dict(self.parameters) if self.parameters else {}
+        return new_infer_result(self.model_name, self.model_version, id, parameters, tuple(tensors))
+
+
+_LAYOUT_CACHE_SIZE: Final = 64
+_layouts: dict[bytes, _Layout] = {}
+
+
+def _decode_reusing(
+    buf: bytes | bytearray,
+    view: memoryview,
+    start: int,
+    end: int,
+    placements: Callable[[str], Placements | None] | None,
+) -> InferResult | None:
+    """The ``ModelInferResponse`` in ``buf[start:end]`` decoded through a known layout (and
+    its layout learnt when new), or None for the full decoder. ``placements`` maps its id to
+    outputs in shared memory, which only the full decoder handles."""
+    split = wire.split_infer_response(buf, view, start, end)
+    if split is None:
+        return None
+    key, id_start, id_end, raws = split
+    try:
+        id = buf[id_start:id_end].decode()
+    except UnicodeDecodeError:
+        return None
+    if placements is not None and placements(id):
+        return None
+    layout = _layouts.get(key)
+    if layout is not None:
+        return layout.result(id, raws)
+    try:
+        result = _infer_result(wire.decode_infer_response_span(buf, view, start, end), None)
+    except ProtocolError:
+        return None  # the caller's full decoder raises it, labelled as it labels it
+    layout = _Layout.of(result)
+    if layout is not None:
+        if len(_layouts) >= _LAYOUT_CACHE_SIZE:
+            _layouts.clear()
+        _layouts[key] = layout
+    return result
 
 
 @dataclass(frozen=True, slots=True)
@@ -352,6 +441,14 @@ def decode_stream_response(
     is matched to its request. ``placements`` maps a request id to that request's outputs in
     shared memory.
     """
+    if type(data) is bytes or type(data) is bytearray:
+        span = wire.stream_infer_response_span(data)
+        if span is not None:
+            result = _decode_reusing(data, memoryview(data), *span, placements)
+            if result is not None:
+                final_value = result.parameters.get("triton_final_response")
+                final = final_value if isinstance(final_value, bool) else None
+                return StreamEvent(result.id, result, None, final)
     error_message, fields, bare = wire.decode_stream_message_fields(data)
     if fields is None:
         fields = ("", "", "", {}, [], [])

@@ -60,9 +60,12 @@ __all__ = [
     "RequestedOutputFields",
     "WireTensorContents",
     "decode_infer_response_fields",
+    "decode_infer_response_span",
     "decode_stream_infer_response_fields",
     "decode_stream_message_fields",
     "encode_infer_request_fields",
+    "split_infer_response",
+    "stream_infer_response_span",
 ]
 
 #: A parameter value as InferParameter carries it (bool, int64/uint64, double, string).
@@ -931,6 +934,85 @@ def _decode_usual_response(
     return model_name, model_version, id, parameters, outputs, raw
 
 
+# Responses to one model's requests usually differ only in their tensors' bytes and their id:
+# fields 1 to 5 but the id repeat byte for byte. The codec keeps what it decoded of those
+# bytes (see kserve_v2.grpc.codec); the splitter below only finds them and the raw contents.
+
+# Tags of ModelInferResponse's fields 1 to 5 (model_name, model_version, id, parameters,
+# outputs), all length-delimited.
+_LAYOUT_TAGS: Final = frozenset({0x0A, 0x12, 0x1A, 0x22, 0x2A})
+#: Longest layout split off (a longer one is decoded in full each time).
+MAX_LAYOUT_BYTES: Final = 1024
+
+
+def split_infer_response(
+    buf: bytes | bytearray, view: memoryview, start: int, end: int
+) -> tuple[bytes, int, int, list[memoryview]] | None:
+    """Split the ``ModelInferResponse`` in ``buf[start:end]`` as ``(layout, id_start, id_end,
+    raws)``: ``layout`` is the bytes of its fields 1 to 5 without the id field (at most
+    :data:`MAX_LAYOUT_BYTES`), the id's UTF-8 is ``buf[id_start:id_end]``, ``raws`` are views
+    of its ``raw_output_contents``, which must all follow those fields.
+
+    None when the message has any other shape (an unknown field, a second id, a field after
+    the raw contents, a length past the end): the general decoder takes it.
+    """
+    pos = start
+    id_field = id_start = id_end = -1
+    try:
+        while pos < end:
+            tag = buf[pos]
+            size = buf[pos + 1]
+            if size < 0x80:
+                body = pos + 2
+            else:
+                size, body = _length(buf, pos + 1, end, "")
+            if tag == 0x32:
+                break
+            if tag not in _LAYOUT_TAGS:
+                return None
+            if tag == 0x1A:
+                if id_field >= 0:
+                    return None  # merged ids: left to the general decoder
+                id_field, id_start, id_end = pos, body, body + size
+            pos = body + size
+        if pos > end or pos - start > MAX_LAYOUT_BYTES:
+            return None
+        layout_end = pos
+        raws: list[memoryview] = []
+        while pos < end:
+            if buf[pos] != 0x32:
+                return None
+            size = buf[pos + 1]
+            if size < 0x80:
+                body = pos + 2
+            else:
+                size, body = _length(buf, pos + 1, end, "")
+            pos = body + size
+            raws.append(view[body:pos])
+        if pos != end:
+            return None
+    except (IndexError, ProtocolError):
+        return None
+    if id_field < 0:
+        return view[start:layout_end].tobytes(), 0, 0, raws
+    layout = view[start:id_field].tobytes() + view[id_end:layout_end].tobytes()
+    return layout, id_start, id_end, raws
+
+
+def stream_infer_response_span(buf: bytes | bytearray) -> tuple[int, int] | None:
+    """Where the ``infer_response`` of a ``ModelStreamInferResponse`` that has nothing else
+    (every data response Triton streams) lies in ``buf``, or None."""
+    end = len(buf)
+    if end > 2 and buf[0] == 0x12:
+        try:
+            size, start = _length(buf, 1, end, "")
+        except ProtocolError:
+            return None
+        if start + size == end:
+            return start, end
+    return None
+
+
 def _as_buffers(data: BytesLike) -> tuple[_Buffer, memoryview]:
     # What grpcio (bytes) and the native transport (bytearray) hand over: contiguous by
     # nature, and indexing them is faster than indexing a memoryview of the same memory.
@@ -953,12 +1035,20 @@ def decode_infer_response_fields(data: BytesLike) -> InferResponseFields:
     is not a contiguous buffer).
     """
     buf, view = _as_buffers(data)
+    return decode_infer_response_span(buf, view, 0, len(view))
+
+
+def decode_infer_response_span(
+    buf: _Buffer, view: memoryview, start: int, end: int
+) -> InferResponseFields:
+    """:func:`decode_infer_response_fields` of the message in ``buf[start:end]`` (``view``
+    is a memoryview of ``buf``)."""
     if type(buf) is not memoryview:
-        fields = _decode_usual_response(buf, view)
+        fields = _decode_usual_response(buf, view, start, end)
         if fields is not None:
             return fields
     response = _Response()
-    _decode_response(buf, view, 0, len(view), response, _MAX_DEPTH, "ModelInferResponse")
+    _decode_response(buf, view, start, end, response, _MAX_DEPTH, "ModelInferResponse")
     return response.fields()
 
 
@@ -1014,14 +1104,10 @@ def decode_stream_message_fields(
 
 def _usual_stream_response(buf: _Buffer, view: memoryview) -> InferResponseFields | None:
     """The shortcut: a message that is only an ``infer_response`` (field 2), or None."""
-    end = len(buf)
-    if type(buf) is not memoryview and end > 2 and buf[0] == 0x12:
-        try:
-            size, start = _length(buf, 1, end, "")
-        except ProtocolError:
-            size = start = -1
-        if start + size == end:
-            return _decode_usual_response(buf, view, start, end)
+    if type(buf) is not memoryview:
+        span = stream_infer_response_span(buf)
+        if span is not None:
+            return _decode_usual_response(buf, view, *span)
     return None
 
 
