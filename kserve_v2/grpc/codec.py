@@ -358,8 +358,41 @@ class _Layout:
         return new_infer_result(self.model_name, self.model_version, id, parameters, tuple(tensors))
 
 
-_LAYOUT_CACHE_SIZE: Final = 64
-_layouts: dict[bytes, _Layout] = {}
+class _Layouts:
+    """The known layouts (at most :attr:`SIZE`), and whether to look for one at all: a model
+    whose outputs change shape from response to response (generated text, detections) would
+    make every lookup miss and cost a third more than the full decoder alone, so after
+    :attr:`MISSES` misses in a row the next :attr:`PAUSE` responses are decoded in full."""
+
+    SIZE: Final = 64
+    MISSES: Final = 16
+    PAUSE: Final = 256
+
+    __slots__ = ("known", "misses", "paused")
+
+    def __init__(self) -> None:
+        self.known: dict[bytes, _Layout] = {}
+        self.misses = 0
+        self.paused = 0
+
+    def clear(self) -> None:
+        self.known.clear()
+        self.misses = self.paused = 0
+
+    def missed(self) -> None:
+        """A response without a known layout (thread races only cost lookups: the counts are
+        a heuristic)."""
+        self.misses += 1
+        if self.misses >= self.MISSES:
+            self.misses, self.paused = 0, self.PAUSE
+
+    def learn(self, key: bytes, layout: _Layout) -> None:
+        if len(self.known) >= self.SIZE:
+            self.known.clear()
+        self.known[key] = layout
+
+
+_LAYOUTS: Final = _Layouts()
 
 
 def _decode_reusing(
@@ -372,8 +405,13 @@ def _decode_reusing(
     """The ``ModelInferResponse`` in ``buf[start:end]`` decoded through a known layout (and
     its layout learnt when new), or None for the full decoder. ``placements`` maps its id to
     outputs in shared memory, which only the full decoder handles."""
+    layouts = _LAYOUTS
+    if layouts.paused:
+        layouts.paused -= 1
+        return None
     split = wire.split_infer_response(buf, view, start, end)
     if split is None:
+        layouts.missed()
         return None
     key, id_start, id_end, raws = split
     try:
@@ -381,19 +419,20 @@ def _decode_reusing(
     except UnicodeDecodeError:
         return None
     if placements is not None and placements(id):
+        layouts.missed()
         return None
-    layout = _layouts.get(key)
+    layout = layouts.known.get(key)
     if layout is not None:
+        layouts.misses = 0
         return layout.result(id, raws)
+    layouts.missed()
     try:
         result = _infer_result(wire.decode_infer_response_span(buf, view, start, end), None)
     except ProtocolError:
         return None  # the caller's full decoder raises it, labelled as it labels it
     layout = _Layout.of(result)
     if layout is not None:
-        if len(_layouts) >= _LAYOUT_CACHE_SIZE:
-            _layouts.clear()
-        _layouts[key] = layout
+        layouts.learn(key, layout)
     return result
 
 

@@ -190,7 +190,7 @@ def responses_of_one_layout(draw: st.DrawFn) -> list[bytes]:
 
 @pytest.fixture(autouse=True)
 def _no_layouts_from_other_tests() -> None:
-    codec._layouts.clear()
+    codec._LAYOUTS.clear()
 
 
 @settings(deadline=None, suppress_health_check=[HealthCheck.too_slow], max_examples=300)
@@ -198,7 +198,7 @@ def _no_layouts_from_other_tests() -> None:
 def test_reused_layouts_decode_like_the_full_decoder(
     messages: list[bytes], stream: bool, as_bytearray: bool
 ) -> None:
-    codec._layouts.clear()
+    codec._LAYOUTS.clear()
     for message in messages:
         if stream:
             message = b"\x12" + wire._varint_bytes(len(message)) + message
@@ -213,6 +213,7 @@ def test_reused_layouts_decode_like_the_full_decoder(
 def test_anything_decodes_like_the_full_decoder_with_or_without_a_known_layout(
     data: bytes,
 ) -> None:
+    codec._LAYOUTS.clear()
     for stream in (False, True):
         expected = reference(data, stream)
         assert decoded(data, stream) == expected
@@ -284,10 +285,30 @@ def test_layouts_in_shared_memory_are_decoded_in_full() -> None:
 
 
 def test_known_layouts_stay_bounded() -> None:
-    for count in range(3 * codec._LAYOUT_CACHE_SIZE):
+    layouts = codec._LAYOUTS
+    for count in range(3 * layouts.SIZE):
         codec.decode_infer_response(triton_response(list(range(count))))
-    assert 0 < len(codec._layouts) <= codec._LAYOUT_CACHE_SIZE
+        layouts.paused = 0  # every response looks for its layout
+    assert 0 < len(layouts.known) <= layouts.SIZE
     long_name = pb.ModelInferResponse(model_name="m" * wire.MAX_LAYOUT_BYTES)
-    codec._layouts.clear()
+    layouts.clear()
     codec.decode_infer_response(long_name.SerializeToString())
-    assert not codec._layouts
+    assert not layouts.known
+
+
+def test_outputs_that_change_shape_pause_the_lookups(monkeypatch: pytest.MonkeyPatch) -> None:
+    layouts = codec._LAYOUTS
+    for count in range(layouts.MISSES):
+        assert not layouts.paused
+        codec.decode_infer_response(triton_response(list(range(count))))
+    assert layouts.paused == layouts.PAUSE
+    monkeypatch.setattr(wire, "split_infer_response", None)  # not called while paused
+    for count in range(layouts.PAUSE):
+        result = codec.decode_infer_response(triton_response(list(range(count))))
+        assert result.as_numpy("OUT").tolist() == list(range(count))
+    monkeypatch.undo()
+    assert not layouts.paused
+    repeated = triton_response([1, 2])
+    codec.decode_infer_response(repeated)  # learnt again
+    codec.decode_infer_response(repeated)
+    assert layouts.misses == 0
