@@ -146,7 +146,12 @@ def layouts(draw: st.DrawFn) -> tuple[Any, list[tuple[str, list[int]]]]:
     for index in range(draw(st.integers(0, 3))):
         datatype = draw(st.sampled_from([*NUMERIC, "BYTES"]))
         shape = draw(st.lists(st.integers(0, 3), max_size=3))
-        message.outputs.add(name=f"out{index}", datatype=datatype, shape=shape)
+        output = message.outputs.add(name=f"out{index}", datatype=datatype, shape=shape)
+        if draw(st.integers(0, 5)) == 0:  # parameters: never a reused layout
+            key = draw(st.sampled_from(["shared_memory_region", "classification"]))
+            output.parameters[key].string_param = "r"
+        if draw(st.integers(0, 5)) == 0 and datatype == "INT32":  # typed contents too
+            output.contents.int_contents.extend(range(int(np.prod(shape))))
         outputs.append((datatype, shape))
     return message, outputs
 

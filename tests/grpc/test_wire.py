@@ -535,6 +535,34 @@ TRITON_RESPONSE = (
 )
 
 
+def test_triton_responses_split_into_layout_and_raw_contents() -> None:
+    """The codec reuses decoded layouts only for what the splitter accepts: Triton's form."""
+    with_id = TRITON_RESPONSE[:11] + b"\x1a\x03abc" + TRITON_RESPONSE[11:]
+    for data, id in ((TRITON_RESPONSE, b""), (with_id, b"abc")):
+        split = wire.split_infer_response(data, memoryview(data), 0, len(data))
+        assert split is not None
+        layout, id_start, id_end, raws = split
+        assert layout == TRITON_RESPONSE[: TRITON_RESPONSE.index(b"\x32\x40")]
+        assert data[id_start:id_end] == id
+        assert [bytes(raw) for raw in raws] == [bytes(range(64)), bytes(64)]
+    stream = b"\x12" + wire._varint_bytes(len(with_id)) + with_id
+    assert wire.stream_infer_response_span(stream) == (3, len(stream))
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        TRITON_RESPONSE + b"\x0a\x01m",  # a field after the raw contents
+        TRITON_RESPONSE[:11] + b"\x1a\x01a\x1a\x01b" + TRITON_RESPONSE[11:],  # two ids
+        b"\x42\x00" + TRITON_RESPONSE,  # an unknown field
+        TRITON_RESPONSE[:-1],  # the last raw part cut short
+        b"\x0a\x7fsimple",  # a length past the end
+    ],
+)
+def test_other_shapes_are_not_split(data: bytes) -> None:
+    assert wire.split_infer_response(data, memoryview(data), 0, len(data)) is None
+
+
 def _usual(data: bytes) -> Any:
     return wire._decode_usual_response(data, memoryview(data))
 
