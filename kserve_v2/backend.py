@@ -93,7 +93,9 @@ def _passing(exc: KServeError) -> bool:
 class MetadataProbe:
     """The server's metadata, asked at most once per client, on first need, and kept.
 
-    A backend asks when a default depends on what the server advertises, and only then:
+    A backend asks when a default depends on what the server advertises, and only then (an
+    answer the user asked for with ``server_metadata()`` first is kept instead, see
+    :meth:`remember`):
     ``get`` (sync; one thread asks, the others wait for its answer) or ``aget`` (asyncio; one
     task asks) run the backend's ``server_metadata`` call through the client's I/O object.
 
@@ -159,6 +161,15 @@ class MetadataProbe:
                     except KServeError as exc:
                         self._failed(exc)
         return self.metadata
+
+    def remember(self, metadata: ServerMetadata) -> ServerMetadata:
+        """Keep ``metadata`` the client got anyway (its user asked for it) unless an answer
+        is known already, so that a first need asks nothing; returns it. No lock: the probe's
+        own question may come through here while :meth:`get` holds it, and two answers kept
+        at once are both the server's."""
+        if not self.known:
+            self._keep(metadata)
+        return metadata
 
     def _keep(self, metadata: ServerMetadata) -> None:
         self.metadata = metadata

@@ -82,6 +82,16 @@ def test_the_metadata_is_asked_once() -> None:
     assert call.runs == 1
 
 
+def test_metadata_the_user_asked_for_is_remembered_unless_known() -> None:
+    probe = MetadataProbe()
+    assert probe.remember(METADATA) is METADATA
+    call = ScriptedCall([ServerMetadata("other", "2")])
+    assert probe.get(lambda: call, None, None) is METADATA
+    assert call.runs == 0
+    assert probe.remember(ServerMetadata("other", "2")) == ServerMetadata("other", "2")
+    assert probe.metadata is METADATA  # what decisions were made on stays
+
+
 def test_a_bad_argument_is_raised() -> None:
     probe = MetadataProbe()
     with pytest.raises(InvalidInputError):

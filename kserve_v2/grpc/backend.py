@@ -489,7 +489,7 @@ class GRPCBackend:
         return self.call(
             "ServerMetadata",
             b"",
-            codec.decode_server_metadata,
+            lambda data: self.probe.remember(codec.decode_server_metadata(data)),
             headers=headers,
             query=query,
             timeout=timeout,

@@ -685,7 +685,7 @@ class HTTPBackend:
     ) -> HTTPCall[ServerMetadata]:
         return self.get(
             self.paths.server_metadata(),
-            lambda r: codec.decode_server_metadata(_ok(r).body),
+            lambda r: self.probe.remember(codec.decode_server_metadata(_ok(r).body)),
             headers=headers,
             query=query,
             timeout=timeout,

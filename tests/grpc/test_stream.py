@@ -611,6 +611,18 @@ def test_requests_to_triton_ask_for_the_empty_final_response(
         assert request.parameters["triton_enable_empty_final_response"].bool_param is True
 
 
+def test_metadata_asked_by_the_user_is_not_asked_again(grpc_url: str, grpc_transport: str) -> None:
+    """As `kserve-v2 stream` does: the server's metadata, then a stream that needs it."""
+    seen: list[WireMessage] = []
+    with Client(grpc_url, wire_hook=seen.append, grpc_transport=grpc_transport) as c:
+        assert c.server_metadata().supports("parameters")
+        with c.stream() as stream:
+            result = stream.send("repeat_decoupled", repeat(2), parameters={"x": 1.5})
+            assert idx(result.results()) == [0, 1]
+    metadata_calls = [m for m in seen if m.target.endswith("/ServerMetadata")]
+    assert [m.direction for m in metadata_calls] == ["send", "receive"]
+
+
 def test_outputs_in_shared_memory_over_a_stream(client: Client) -> None:
     with SystemSharedMemoryRegion.create("grpc_stream_io", 64) as region:
         client.register_system_shared_memory(region.name, region.key, region.byte_size)

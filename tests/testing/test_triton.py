@@ -31,6 +31,7 @@ from kserve_v2.testing import (
     TritonServer,
     TritonStartupError,
     find_triton_env,
+    triton,
 )
 
 if TYPE_CHECKING:
@@ -637,6 +638,33 @@ def test_known_crash_is_this_start_of_the_race_only(
     with log.open("a") as file:
         file.write("tritonserver: ... ASSERTION FAILED: !byte_buffer->Valid()\n")
     assert "aborted" in (server.known_crash() or "")
+    server.stop()
+    server.start()
+    with log.open("a") as file:  # the race's segfault at its known site, without the line
+        file.write(RACE_SEGFAULT_BACKTRACE)
+    assert "segfaulted at its site" in (server.known_crash() or "")
+
+
+# What Triton 2.51 printed when the race segfaulted it without logging the cancellation
+# (2026-12-02, 40 streams on one connection; paths shortened).
+RACE_SEGFAULT_BACKTRACE = """Signal (11) received.
+ 0# 0x000055A19823452D in /venv/pytriton/tritonserver/bin/tritonserver
+ 1# 0x00007F365085A050 in /lib/x86_64-linux-gnu/libc.so.6
+ 2# 0x000055A1982A397E in /venv/pytriton/tritonserver/bin/tritonserver
+ 3# 0x000055A19828E88B in /venv/pytriton/tritonserver/bin/tritonserver
+ 4# 0x00007F36506D44A3 in /lib/x86_64-linux-gnu/libstdc++.so.6
+"""
+
+
+def test_the_race_segfault_site_is_told_by_offsets_not_addresses() -> None:
+    """Another load address moves every frame alike; another faulting frame is not the race."""
+    assert triton._known_segfault_site(RACE_SEGFAULT_BACKTRACE)
+    moved = RACE_SEGFAULT_BACKTRACE.replace("55A19823452D", "563000C2452D").replace(
+        "55A1982A397E", "563000C9397E"
+    )
+    assert triton._known_segfault_site(moved)
+    elsewhere = RACE_SEGFAULT_BACKTRACE.replace("55A1982A397E", "55A1982A3980")
+    assert not triton._known_segfault_site(elsewhere)
 
 
 def test_startup_failure_reports_the_log(
