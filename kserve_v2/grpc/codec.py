@@ -406,7 +406,7 @@ def _decode_reusing(
     its layout learnt when new), or None for the full decoder. ``placements`` maps its id to
     outputs in shared memory, which only the full decoder handles."""
     layouts = _LAYOUTS
-    if layouts.paused:
+    if layouts.paused > 0:  # > 0: threads racing on the count may take it below zero
         layouts.paused -= 1
         return None
     split = wire.split_infer_response(buf, view, start, end)
