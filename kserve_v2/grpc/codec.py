@@ -469,6 +469,12 @@ class StreamEvent:
         )
 
 
+def _final_flag(parameters: Mapping[str, object]) -> bool | None:
+    """Triton's ``triton_final_response`` flag among a response's parameters (None: absent)."""
+    value = parameters.get("triton_final_response")
+    return value if isinstance(value, bool) else None
+
+
 def decode_stream_response(
     data: wire.BytesLike, placements: Callable[[str], Placements | None] | None = None
 ) -> StreamEvent:
@@ -485,15 +491,11 @@ def decode_stream_response(
         if span is not None:
             result = _decode_reusing(data, memoryview(data), *span, placements)
             if result is not None:
-                final_value = result.parameters.get("triton_final_response")
-                final = final_value if isinstance(final_value, bool) else None
-                return StreamEvent(result.id, result, None, final)
+                return StreamEvent(result.id, result, None, _final_flag(result.parameters))
     error_message, fields, bare = wire.decode_stream_message_fields(data)
     if fields is None:
         fields = ("", "", "", {}, [], [])
-    request_id, parameters = fields[2], fields[3]
-    final_value = parameters.get("triton_final_response")
-    final = final_value if isinstance(final_value, bool) else None
+    request_id, final = fields[2], _final_flag(fields[3])
     if error_message:
         return StreamEvent(request_id, None, ServerError(error_message), final)
     placed = placements(request_id) if placements is not None else None

@@ -957,7 +957,8 @@ def split_infer_response(
     the raw contents, a length past the end): the general decoder takes it.
     """
     pos = start
-    id_field = id_start = id_end = -1
+    id_field = id_start = id_end = layout_end = -1
+    raws: list[memoryview] = []
     try:
         while pos < end:
             tag = buf[pos]
@@ -967,32 +968,26 @@ def split_infer_response(
             else:
                 size, body = _length(buf, pos + 1, end, "")
             if tag == 0x32:
-                break
-            if tag not in _LAYOUT_TAGS:
-                return None
-            if tag == 0x1A:
+                if layout_end < 0:
+                    layout_end = pos
+                    if layout_end - start > MAX_LAYOUT_BYTES:
+                        return None
+                raws.append(view[body : body + size])
+            elif layout_end >= 0 or tag not in _LAYOUT_TAGS:
+                return None  # a field after the raw contents, or an unknown one
+            elif tag == 0x1A:
                 if id_field >= 0:
                     return None  # merged ids: left to the general decoder
                 id_field, id_start, id_end = pos, body, body + size
             pos = body + size
-        if pos > end or pos - start > MAX_LAYOUT_BYTES:
-            return None
-        layout_end = pos
-        raws: list[memoryview] = []
-        while pos < end:
-            if buf[pos] != 0x32:
-                return None
-            size = buf[pos + 1]
-            if size < 0x80:
-                body = pos + 2
-            else:
-                size, body = _length(buf, pos + 1, end, "")
-            pos = body + size
-            raws.append(view[body:pos])
         if pos != end:
-            return None
+            return None  # a length past the end
     except (IndexError, ProtocolError):
         return None
+    if layout_end < 0:
+        layout_end = end
+        if layout_end - start > MAX_LAYOUT_BYTES:
+            return None
     if id_field < 0:
         return view[start:layout_end].tobytes(), 0, 0, raws
     layout = view[start:id_field].tobytes() + view[id_end:layout_end].tobytes()

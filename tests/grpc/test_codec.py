@@ -10,6 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from kserve_v2.datatypes import DATATYPE_BY_NAME, Datatype
 from kserve_v2.errors import ProtocolError
 from kserve_v2.grpc import codec, wire
 from kserve_v2.messages import InferResult
@@ -65,27 +66,20 @@ def test_parse_message_refuses_garbage_with_protocol_error() -> None:
 # through what the earlier one decoded to (codec._Layout). The full decoder is the reference:
 # same values, and an error exactly where it raises one.
 
-NUMERIC = ["BOOL", "INT8", "INT16", "INT32", "INT64", "UINT8", "UINT16", "UINT32", "UINT64"]
-NUMERIC += ["FP16", "FP32", "FP64", "BF16"]
-ITEMSIZE = {"BOOL": 1, "INT8": 1, "UINT8": 1, "INT16": 2, "UINT16": 2, "FP16": 2, "BF16": 2}
-ITEMSIZE |= {"INT32": 4, "UINT32": 4, "FP32": 4, "INT64": 8, "UINT64": 8, "FP64": 8}
+
+def as_stream(message: bytes | bytearray) -> bytes:
+    """``message`` as the ``infer_response`` of a ``ModelStreamInferResponse``."""
+    return b"\x12" + wire._varint_bytes(len(message)) + message
 
 
 def reference(data: bytes | bytearray, stream: bool = False) -> Any:
-    """What the full decoder makes of ``data``: a canonical value, or its error."""
+    """What the full decoder makes of ``data`` (the lookup paused for one response)."""
+    layouts = codec._LAYOUTS
+    paused, layouts.paused = layouts.paused, 1
     try:
-        if stream:  # as codec.decode_stream_response decodes what it does not reuse
-            error, fields, bare = wire.decode_stream_message_fields(data)
-            if fields is None:
-                fields = ("", "", "", {}, [], [])
-            final = fields[3].get("triton_final_response")
-            final = final if isinstance(final, bool) else None
-            if error:
-                return (fields[2], None, error, final, False)
-            return (fields[2], canon(codec._infer_result(fields, None)), None, final, bare)
-        return canon(codec._infer_result(wire.decode_infer_response_fields(data), None))
-    except ProtocolError as exc:
-        return ("error", str(exc))
+        return decoded(data, stream)
+    finally:
+        layouts.paused = paused
 
 
 def decoded(data: bytes | bytearray, stream: bool = False) -> Any:
@@ -144,7 +138,7 @@ def layouts(draw: st.DrawFn) -> tuple[Any, list[tuple[str, list[int]]]]:
             message.parameters[key].string_param = value
     outputs = []
     for index in range(draw(st.integers(0, 3))):
-        datatype = draw(st.sampled_from([*NUMERIC, "BYTES"]))
+        datatype = draw(st.sampled_from([datatype.value for datatype in Datatype]))
         shape = draw(st.lists(st.integers(0, 3), max_size=3))
         output = message.outputs.add(name=f"out{index}", datatype=datatype, shape=shape)
         if draw(st.integers(0, 5)) == 0:  # parameters: never a reused layout
@@ -164,7 +158,7 @@ def raw_contents(draw: st.DrawFn, datatype: str, shape: list[int]) -> bytes:
         return b"".join(len(e).to_bytes(4, "little") + e for e in elements)
     if datatype == "BOOL":
         return bytes(draw(st.lists(st.integers(0, 1), min_size=count, max_size=count)))
-    size = count * ITEMSIZE[datatype]
+    size = count * (DATATYPE_BY_NAME[datatype].itemsize or 0)
     return draw(st.binary(min_size=size, max_size=size))
 
 
@@ -206,7 +200,7 @@ def test_reused_layouts_decode_like_the_full_decoder(
     codec._LAYOUTS.clear()
     for message in messages:
         if stream:
-            message = b"\x12" + wire._varint_bytes(len(message)) + message
+            message = as_stream(message)
         data = bytearray(message) if as_bytearray else message
         expected = reference(data, stream)
         assert decoded(data, stream) == expected, message.hex()
@@ -250,7 +244,7 @@ def test_a_known_layout_is_not_decoded_again(monkeypatch: pytest.MonkeyPatch) ->
     out = result.as_numpy("OUT")
     assert out.tolist() == [4, 5, 6]
     assert np.shares_memory(out, np.frombuffer(data, np.uint8))
-    stream = b"\x12" + wire._varint_bytes(len(data)) + data
+    stream = as_stream(data)
     event = codec.decode_stream_response(stream)
     assert (event.request_id, event.final) == ("b", None)
     assert event.result is not None
@@ -266,9 +260,7 @@ def test_results_of_one_layout_share_nothing_mutable() -> None:
     assert second.parameters == third.parameters == {"triton_final_response": False}
     assert third.outputs[0].parameters == {}
     last = triton_response([4], final=True)
-    assert (
-        codec.decode_stream_response(b"\x12" + wire._varint_bytes(len(last)) + last).final is True
-    )
+    assert codec.decode_stream_response(as_stream(last)).final is True
 
 
 def test_layouts_in_shared_memory_are_decoded_in_full() -> None:
@@ -279,7 +271,7 @@ def test_layouts_in_shared_memory_are_decoded_in_full() -> None:
     message.outputs.add(name="y", datatype="INT32", shape=[2])
     message.raw_output_contents.append(b"")
     data = message.SerializeToString()
-    stream = b"\x12" + wire._varint_bytes(len(data)) + data
+    stream = as_stream(data)
     for _ in range(2):
         result = codec.decode_infer_response(data, {"y": placement})
         assert result.outputs[0].data is None
