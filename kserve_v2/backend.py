@@ -35,7 +35,7 @@ from kserve_v2.messages import (
 if TYPE_CHECKING:
     import asyncio
 
-    from kserve_v2.arguments import Headers
+    from kserve_v2.arguments import Headers, InputsArg, OutputsArg
     from kserve_v2.datatypes import BytesLike
     from kserve_v2.rest.paths import QueryParams
 
@@ -245,6 +245,21 @@ class Backend(Protocol[IO_contra, AIO_contra]):
         timeout: float | None = None,
         compression: str | None = None,
     ) -> Call[InferResult, IO_contra, AIO_contra]: ...
+    def infer_arrays(
+        self,
+        model: str,
+        inputs: InputsArg,
+        outputs: OutputsArg | None,
+        version: str | int,
+        *,
+        headers: Headers | None = None,
+        timeout: float | None = None,
+        compression: str | None = None,
+    ) -> Call[InferResult, IO_contra, AIO_contra] | None:
+        """The call of :meth:`infer` with ``build_infer_request(model, inputs,
+        outputs=outputs, version=version)`` made cheaper by what the backend kept of earlier
+        ones; None when it has no such path (then the client takes the full one)."""
+        ...
 
     # Triton extensions (kserve_v2/client/extensions.py documents the result shapes)
     def model_config(

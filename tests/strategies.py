@@ -57,9 +57,9 @@ BYTE_ORDERS = st.sampled_from("<>")
 LAYOUTS = st.sampled_from(["C", "F", "strided"])
 
 
-def _relayout(array: npt.NDArray[Any], layout: str) -> npt.NDArray[Any]:
+def relayout(array: npt.NDArray[Any], layout: str) -> npt.NDArray[Any]:
     """The same values in another memory layout."""
-    if layout == "F":
+    if layout == "F" and array.ndim:  # (asfortranarray makes a scalar one-dimensional)
         return np.asfortranarray(array)
     if layout == "strided" and array.ndim:
         # Every element twice along the last axis, then every other one: equal values, stride 2.
@@ -114,7 +114,7 @@ def _numeric_arrays(datatype: Datatype, finite: bool) -> st.SearchStrategy[npt.N
         elements = _float_elements(base, finite) if base.kind == "f" else None
         arrays = hnp.arrays(base, SHAPES, elements=elements)
     return st.builds(
-        lambda array, order, layout: _relayout(
+        lambda array, order, layout: relayout(
             array.astype(array.dtype.newbyteorder(order)), layout
         ),
         arrays,
@@ -134,11 +134,11 @@ _BYTES_ARRAYS = st.one_of(
         elements=st.text(max_size=4).filter(lambda text: not text.endswith("\x00")),
     ),
     hnp.arrays(hnp.byte_string_dtypes(max_len=4), SHAPES),
-).flatmap(lambda array: LAYOUTS.map(lambda layout: _relayout(array, layout)))
+).flatmap(lambda array: LAYOUTS.map(lambda layout: relayout(array, layout)))
 # BYTES arrays whose every element is text (they have a JSON form).
 _TEXT_ARRAYS = st.one_of(
     _object_arrays(TEXT_ELEMENTS), _object_arrays(TEXT_ELEMENTS.map(str.encode))
-).flatmap(lambda array: LAYOUTS.map(lambda layout: _relayout(array, layout)))
+).flatmap(lambda array: LAYOUTS.map(lambda layout: relayout(array, layout)))
 
 # Arrays of every datatype: all values (NaN, infinities, subnormals, -0.0), both byte orders,
 # C/Fortran/strided layouts; BYTES with NULs and non-UTF-8 elements.

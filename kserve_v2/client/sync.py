@@ -429,31 +429,52 @@ class Client(ClientBase):
                 after failures where it may have run (connection lost, 503...).
         """
         mode = self._infer_retry if retry is None else _infer_retry_mode(retry)
-        request = build_infer_request(
-            model,
-            inputs,
-            outputs=outputs,
-            version=version,
-            request_id=request_id,
-            parameters=parameters,
-            sequence_id=sequence_id,
-            sequence_start=sequence_start,
-            sequence_end=sequence_end,
-            priority=priority,
-            timeout_us=timeout_us,
-            allow_reserved=allow_reserved,
-        )
-        return self._run(
-            self._proto.infer(
+        call = None
+        if (  # the common call: the backend may have kept what its request looks like
+            request_id == ""
+            and parameters is None
+            and sequence_id is None
+            and sequence_start is False
+            and sequence_end is False
+            and priority is None
+            and timeout_us is None
+            and allow_reserved is False
+            and binary is None
+            and query is None
+        ):
+            call = self._proto.infer_arrays(
+                model,
+                inputs,
+                outputs,
+                version,
+                headers=headers,
+                timeout=timeout,
+                compression=compression,
+            )
+        if call is None:
+            request = build_infer_request(
+                model,
+                inputs,
+                outputs=outputs,
+                version=version,
+                request_id=request_id,
+                parameters=parameters,
+                sequence_id=sequence_id,
+                sequence_start=sequence_start,
+                sequence_end=sequence_end,
+                priority=priority,
+                timeout_us=timeout_us,
+                allow_reserved=allow_reserved,
+            )
+            call = self._proto.infer(
                 request,
                 binary=binary,
                 headers=headers,
                 query=query,
                 timeout=timeout,
                 compression=compression,
-            ),
-            mode,
-        )
+            )
+        return self._run(call, mode)
 
     # -- streaming (gRPC) --------------------------------------------------------------------
 

@@ -32,6 +32,9 @@ from typing import TYPE_CHECKING, Any, Final, Generic, TypeVar
 
 from kserve_v2.arguments import (
     Headers,
+    InputsArg,
+    OutputsArg,
+    build_infer_request,
     check_bool,
     check_compression,
     check_model_name,
@@ -559,6 +562,51 @@ class GRPCBackend:
                 if self.probe.known:
                     refuse_triton_only_parameter(found, self.probe.metadata, True)
                 return _TritonParameterCall(self, call, found)
+        return call
+
+    def infer_arrays(
+        self,
+        model: str,
+        inputs: InputsArg,
+        outputs: OutputsArg | None,
+        version: str | int,
+        *,
+        headers: Headers | None = None,
+        timeout: float | None = None,
+        compression: str | None = None,
+    ) -> Call[InferResult, UnaryChannel, AsyncUnaryChannel] | None:
+        """:meth:`infer` of ``build_infer_request(model, inputs, outputs=outputs,
+        version=version)``, the call with no other argument, or None when ``inputs`` is not a
+        dict of numpy arrays (or ``outputs`` not names): then the caller takes the full path.
+
+        A request of a form already sent (same model, version, outputs, input names, dtypes
+        and shapes: :func:`~kserve_v2.grpc.codec.request_form_key`) is that request's framing
+        around the new arrays' bytes; its first request takes the full path, which stays the
+        reference for what is sent and for every error.
+        """
+        key = codec.request_form_key(model, version, inputs, outputs)
+        if key is None:
+            return None
+        assert isinstance(inputs, dict)  # the key says so
+        parts = codec.REQUEST_FORMS.parts(key, inputs.values())
+        if parts is not None:
+            return self.call(
+                "ModelInfer",
+                parts,
+                codec.decode_infer_response,
+                headers=headers,
+                timeout=timeout,
+                compression=compression,
+            )
+        request = build_infer_request(model, inputs, outputs=outputs, version=version)
+        call = self.infer(request, headers=headers, timeout=timeout, compression=compression)
+        # Only the plain call (not a Triton-parameter check, not shared-memory outputs).
+        if (
+            isinstance(call, GRPCCall)
+            and call.decode is codec.decode_infer_response
+            and type(call.request) is tuple
+        ):
+            codec.REQUEST_FORMS.learn(key, request, call.request)
         return call
 
     # -- Triton extensions -------------------------------------------------------------------

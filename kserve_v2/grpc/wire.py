@@ -63,6 +63,7 @@ __all__ = [
     "decode_infer_response_span",
     "decode_stream_infer_response_fields",
     "decode_stream_message_fields",
+    "RequestFraming",
     "encode_infer_request_fields",
     "split_infer_response",
     "stream_infer_response_span",
@@ -325,6 +326,49 @@ def encode_infer_request_fields(
             raw_input_contents,
             _Labels(),
         )
+
+
+class RequestFraming:
+    """The bytes of an encoded ``ModelInferRequest`` around its raw tensors.
+
+    A request that differs from the one encoded only in its tensors' bytes (same fields 1 to
+    6, raw contents of the same sizes) is these bytes around its own tensors: reusing them
+    skips the encoder. Made from what :func:`encode_infer_request_fields` returned for raw
+    contents of ``sizes`` (framing buffers, each non-empty tensor after one of them);
+    raises ``ValueError`` if the tensor buffers among them are not of those sizes.
+
+    Example::
+
+        >>> fields = encode_infer_request_fields("m", "", "", {}, [], [], [b"ab"])
+        >>> b"".join(RequestFraming(fields, [2]).parts([b"cd"]))
+        b'\\n\\x01m:\\x02cd'
+    """
+
+    __slots__ = ("_framing", "_slots", "_tail")
+
+    def __init__(self, parts: Sequence[BytesLike], sizes: Sequence[int]) -> None:
+        slots = tuple(i for i, size in enumerate(sizes) if size)
+        framing = parts[0::2]
+        tensors = parts[1::2]
+        if len(tensors) != len(slots) or not all(type(f) is bytes for f in framing):
+            raise ValueError("not the encoder's buffers for raw contents of these sizes")
+        for tensor, slot in zip(tensors, slots, strict=True):
+            if memoryview(tensor).nbytes != sizes[slot]:
+                raise ValueError("not the encoder's buffers for raw contents of these sizes")
+        self._slots = slots
+        self._framing: tuple[bytes, ...] = tuple(framing[: len(slots)])  # type: ignore[arg-type]
+        self._tail: bytes | None = framing[-1] if len(framing) > len(slots) else None  # type: ignore[assignment]
+
+    def parts(self, raw_input_contents: Sequence[BytesLike]) -> list[BytesLike]:
+        """The message's buffers with these raw contents (of the sizes given when made),
+        not copied."""
+        parts: list[BytesLike] = []
+        for framing, slot in zip(self._framing, self._slots):  # noqa: B905 (equal by design)
+            parts.append(framing)
+            parts.append(raw_input_contents[slot])
+        if self._tail is not None:
+            parts.append(self._tail)
+        return parts
 
 
 class _Labels:

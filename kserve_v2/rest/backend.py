@@ -19,6 +19,8 @@ from urllib.parse import urlsplit
 
 from kserve_v2.arguments import (
     Headers,
+    InputsArg,
+    OutputsArg,
     check_bool,
     check_compression,
     check_model_name,
@@ -707,6 +709,20 @@ class HTTPBackend:
             query=query,
             timeout=timeout,
         )
+
+    def infer_arrays(
+        self,
+        model: str,
+        inputs: InputsArg,
+        outputs: OutputsArg | None,
+        version: str | int,
+        *,
+        headers: Headers | None = None,
+        timeout: float | None = None,
+        compression: str | None = None,
+    ) -> HTTPCall[InferResult] | None:
+        """None: every REST request takes :meth:`infer` (its JSON header is made per call)."""
+        return None
 
     def infer(
         self,

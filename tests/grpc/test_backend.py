@@ -1131,3 +1131,58 @@ def test_kserve_v2_imports_without_grpcio() -> None:
     assert len(lines) == 2, out
     assert "'grpcio' package: pip install 'kserve-v2[grpc]'" in lines[0], out
     assert "'protobuf' package: pip install 'kserve-v2[grpc]'" in lines[1], out
+
+
+# -- infer_arrays: the common call, through its request's form ---------------------------------
+
+
+def test_infer_arrays_sends_what_infer_sends(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The first call of a form takes the full path; later ones only serialize their arrays,
+    and send what the full path would have, with the call's own metadata and deadline."""
+    codec.REQUEST_FORMS.clear()
+    proto = GRPCBackend(ENDPOINT, headers={"X-Tenant": "a"}, timeout=7.0)
+    first = {"x": np.arange(6, dtype=np.int32).reshape(2, 3), "y": np.ones(2, ">f8")}
+    call = proto.infer_arrays("m", first, ["z"], 2, timeout=3.0, compression="gzip")
+    assert isinstance(call, GRPCCall)
+    reference = proto.infer(
+        build_infer_request("m", first, outputs=["z"], version=2), timeout=3.0, compression="gzip"
+    )
+    assert isinstance(reference, GRPCCall)
+    assert call == reference
+    built = []
+    monkeypatch.setattr("kserve_v2.grpc.backend.build_infer_request", built.append)
+    second = {"x": np.asfortranarray(first["x"] * 7), "y": np.array([0.5, -2.0], ">f8")}
+    again = proto.infer_arrays("m", second, ["z"], 2, headers={"k": "v"})
+    assert isinstance(again, GRPCCall)
+    assert not built
+    monkeypatch.undo()
+    expected = proto.infer(
+        build_infer_request("m", second, outputs=["z"], version=2), headers={"k": "v"}
+    )
+    assert isinstance(expected, GRPCCall)
+    assert b"".join(again.request) == b"".join(expected.request)  # type: ignore[arg-type]
+    assert (again.method, again.metadata, again.timeout, again.decode) == (
+        expected.method,
+        expected.metadata,
+        expected.timeout,
+        expected.decode,
+    )
+
+
+def test_infer_arrays_fails_like_infer_and_learns_nothing() -> None:
+    codec.REQUEST_FORMS.clear()
+    proto = GRPCBackend(ENDPOINT)
+    for _ in range(2):
+        with pytest.raises(InvalidInputError, match="name") as failed:
+            proto.infer_arrays("m", {"": np.zeros(2, np.int32)}, None, "")
+        with pytest.raises(InvalidInputError) as reference:
+            build_infer_request("m", {"": np.zeros(2, np.int32)})
+        assert str(failed.value) == str(reference.value)
+    assert not codec.REQUEST_FORMS._forms
+
+
+def test_infer_arrays_leaves_other_calls_to_infer() -> None:
+    proto = GRPCBackend(ENDPOINT)
+    assert proto.infer_arrays("m", [InferInput("x", np.zeros(2))], None, "") is None
+    assert proto.infer_arrays("m", {"x": [1, 2]}, None, "") is None
+    assert proto.infer_arrays("m", {"x": np.zeros(2)}, [RequestedOutput("y")], "") is None

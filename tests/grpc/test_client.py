@@ -121,6 +121,51 @@ def test_simple_infer(client: Client) -> None:
     assert [t.name for t in only.outputs] == ["OUTPUT1"]
 
 
+def _arrays_of_one_form() -> list[npt.NDArray[Any]]:
+    """[2, 3] INT32 arrays with other values and memory layouts (one form: they reuse one
+    request's framing)."""
+    base = np.arange(6, dtype=np.int32).reshape(2, 3)
+    strided = np.repeat(base * 5, 2, axis=-1)[..., ::2]
+    return [base, base * -3, np.asfortranarray(base + 100), strided, base.astype(">i4")]
+
+
+def test_requests_of_one_form_carry_their_own_values(client: Client) -> None:
+    """The first request of a form is built and encoded in full, the later ones reuse its
+    framing around their own arrays: each result must be its own request's."""
+    for _ in range(2):
+        for data in _arrays_of_one_form():
+            result = client.infer("identity_int32", {"INPUT0": data}, outputs=["OUTPUT0"])
+            np.testing.assert_array_equal(result.as_numpy("OUTPUT0"), data)
+
+
+async def test_requests_of_one_form_carry_their_own_values_async(aclient: AsyncClient) -> None:
+    for _ in range(2):
+        for data in _arrays_of_one_form():
+            result = await aclient.infer("identity_int32", {"INPUT0": data})
+            np.testing.assert_array_equal(result.as_numpy("OUTPUT0"), data)
+
+
+def test_only_the_plain_call_takes_the_form_path(
+    client: Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Any argument beyond model, inputs, outputs, version (and the call's headers, timeout
+    and compression) goes through the full path, which is what applies it."""
+    seen: list[str] = []
+    proto = client._proto
+    original = proto.infer_arrays
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        seen.append(args[0])
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(proto, "infer_arrays", spy)
+    data = {"INPUT0": np.ones((1, 2), np.int32)}
+    assert client.infer("identity_int32", data, timeout=30, headers={"a": "b"}).id == ""
+    assert client.infer("identity_int32", data, request_id="r-1").id == "r-1"
+    assert client.infer("identity_int32", data, parameters={"p": 1}).id == ""
+    assert seen == ["identity_int32"]
+
+
 @pytest.mark.parametrize("rows", [1, 1024], ids=["small", "1MiB"])
 def test_results_are_writeable_on_the_native_transport(
     client: Client, grpc_transport: str, rows: int

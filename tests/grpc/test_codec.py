@@ -6,16 +6,20 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
 
+from kserve_v2.arguments import build_infer_request
 from kserve_v2.datatypes import DATATYPE_BY_NAME, Datatype
-from kserve_v2.errors import ProtocolError
+from kserve_v2.errors import InvalidInputError, ProtocolError
 from kserve_v2.grpc import codec, wire
 from kserve_v2.messages import InferResult
-from kserve_v2.tensors import SharedMemoryPlacement
+from kserve_v2.tensors import InferInput, RequestedOutput, SharedMemoryPlacement
 from tests.grpc.test_wire import mutated
+from tests.strategies import LAYOUTS, relayout
 
 pb = pytest.importorskip("kserve_v2.grpc._generated.grpc_service_pb2")
 
@@ -309,3 +313,133 @@ def test_outputs_that_change_shape_pause_the_lookups(monkeypatch: pytest.MonkeyP
     codec.decode_infer_response(repeated)  # learnt again
     codec.decode_infer_response(repeated)
     assert layouts.misses == 0
+
+
+# -- request forms: a request of a known form is its framing around the new tensors ---------
+
+# numpy dtypes of inputs: both byte orders, and kinds whose bytes are converted (BYTES).
+_FORM_DTYPES = st.sampled_from(
+    ["?", "u1", "<i4", ">i4", "<u8", "f2", "<f4", ">f8", "O", "U3", "S2"]
+)
+_FORM_SHAPES = hnp.array_shapes(min_dims=0, max_dims=3, min_side=0, max_side=3)
+
+
+@st.composite
+def _form_arrays(draw: st.DrawFn, dtype: str, shape: tuple[int, ...]) -> npt.NDArray[Any]:
+    """An array of this dtype and shape in any memory layout (the form does not know it)."""
+    if dtype == "O":
+        count = int(np.prod(shape))
+        items = draw(st.lists(st.binary(max_size=4), min_size=count, max_size=count))
+        array = np.empty(count, dtype=object)
+        array[:] = items
+        array = array.reshape(shape)
+    else:
+        array = draw(hnp.arrays(np.dtype(dtype), shape))
+    return relayout(array, draw(LAYOUTS))
+
+
+@st.composite
+def _forms(draw: st.DrawFn) -> tuple[Any, Any, Any, dict[str, Any], dict[str, Any]]:
+    """(model, version, outputs, inputs, more inputs of the same form); invalid ones too."""
+    model = draw(st.sampled_from(["m", "simple", "é", ""]))
+    version = draw(st.sampled_from(["", "1", "x", 0, 3, -1]))
+    outputs = draw(
+        st.one_of(
+            st.none(),
+            st.lists(st.sampled_from(["y", "z", ""]), max_size=3).flatmap(
+                lambda names: st.sampled_from([names, tuple(names)])
+            ),
+        )
+    )
+    names = draw(st.lists(st.sampled_from(["a", "b", "c", ""]), max_size=3, unique=True))
+    specs = [(name, draw(_FORM_DTYPES), draw(_FORM_SHAPES)) for name in names]
+    first = {name: draw(_form_arrays(dtype, shape)) for name, dtype, shape in specs}
+    second = {name: draw(_form_arrays(dtype, shape)) for name, dtype, shape in specs}
+    return model, version, outputs, first, second
+
+
+@settings(suppress_health_check=[HealthCheck.too_slow], max_examples=300)
+@given(_forms())
+def test_a_known_form_encodes_like_the_full_path(drawn: Any) -> None:
+    """The full path (build, then encode) is the reference: a request of a known form must
+    be its bytes exactly, whatever the new arrays' values and memory layouts."""
+    model, version, outputs, first, second = drawn
+    forms = codec.RequestForms()
+    key = codec.request_form_key(model, version, first, outputs)
+    assert key is not None
+    assert codec.request_form_key(model, version, second, outputs) == key
+    try:
+        request = build_infer_request(model, first, outputs=outputs, version=version)
+    except InvalidInputError:
+        return  # never learnt (see tests/grpc/test_backend.py)
+    forms.learn(key, request, codec.encode_infer_request_parts(request))
+    parts = forms.parts(key, second.values())
+    converted = any(array.dtype.kind in "OUS" for array in first.values())
+    assert (parts is None) == converted  # BYTES elements have sizes of their own
+    if parts is not None:
+        expected = build_infer_request(model, second, outputs=outputs, version=version)
+        assert b"".join(parts) == codec.encode_infer_request(expected)
+
+
+class _Subclass(np.ndarray):  # type: ignore[type-arg]
+    """An ndarray subclass: it may change how the array converts."""
+
+
+@pytest.mark.parametrize(
+    ("model", "version", "inputs", "outputs"),
+    [
+        ("m", "", [InferInput("x", np.zeros(2, np.int32))], None),  # not a dict
+        ("m", "", {"x": [1, 2]}, None),  # not an array
+        ("m", "", {"x": np.zeros(2).view(_Subclass)}, None),
+        ("m", "", {"x": np.zeros(2)}, "y"),  # one name, not a list of names
+        ("m", "", {"x": np.zeros(2)}, [RequestedOutput("y")]),
+        ("m", True, {"x": np.zeros(2)}, None),  # True == 1: it must not find version 1's form
+        ("m", 1.0, {"x": np.zeros(2)}, None),
+        (b"m", "", {"x": np.zeros(2)}, None),
+    ],
+)
+def test_other_calls_have_no_form(model: Any, version: Any, inputs: Any, outputs: Any) -> None:
+    assert codec.request_form_key(model, version, inputs, outputs) is None
+
+
+def test_forms_of_other_dtypes_shapes_and_orders_differ() -> None:
+    keys = {
+        codec.request_form_key("m", "", {"x": array}, None)
+        for array in (
+            np.zeros(2, "<i4"),
+            np.zeros(2, ">i4"),
+            np.zeros(2, "<u4"),
+            np.zeros(3, "<i4"),
+            np.zeros((1, 2), "<i4"),
+        )
+    }
+    keys.add(codec.request_form_key("m", "", {"y": np.zeros(2, "<i4")}, None))
+    keys.add(codec.request_form_key("m", 1, {"x": np.zeros(2, "<i4")}, None))
+    keys.add(codec.request_form_key("m", "1", {"x": np.zeros(2, "<i4")}, None))
+    keys.add(codec.request_form_key("m", "", {"x": np.zeros(2, "<i4")}, ["y"]))
+    assert len(keys) == 9
+
+
+def test_forms_that_cannot_be_reused_are_not_examined_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    forms = codec.RequestForms()
+    inputs = {"x": np.array([b"ab"], dtype=object)}
+    key = codec.request_form_key("m", "", inputs, None)
+    assert key is not None
+    request = build_infer_request("m", inputs)
+    forms.learn(key, request, codec.encode_infer_request_parts(request))
+    assert forms.parts(key, inputs.values()) is None
+    monkeypatch.setattr(wire, "RequestFraming", None)  # would fail if made again
+    forms.learn(key, request, codec.encode_infer_request_parts(request))
+
+
+def test_known_forms_stay_bounded() -> None:
+    forms = codec.RequestForms()
+    for count in range(2 * forms.SIZE + 1):
+        inputs = {"x": np.zeros(count, np.int32)}
+        key = codec.request_form_key("m", "", inputs, None)
+        assert key is not None
+        request = build_infer_request("m", inputs)
+        forms.learn(key, request, codec.encode_infer_request_parts(request))
+    assert 0 < len(forms._forms) <= forms.SIZE

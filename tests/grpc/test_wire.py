@@ -453,6 +453,37 @@ def test_request_tensor_buffers_are_referenced_not_copied() -> None:
     assert len(b"".join(buffers)) == len(buffers[0]) + tensor.nbytes
 
 
+@pytest.mark.parametrize(
+    "sizes",
+    [[], [0], [4], [0, 4], [4, 0], [0, 4, 0, 0, 8], [4, 8], [0, 0]],
+)
+def test_request_framing_puts_new_tensors_where_the_old_ones_were(sizes: list[int]) -> None:
+    """Empty tensors have no buffer of their own (their field joins the framing), non-empty
+    ones do: the framing keeps which input goes where, zero-size ones included."""
+    old = [bytes([i + 1]) * size for i, size in enumerate(sizes)]
+    new = [bytes([i + 101]) * size for i, size in enumerate(sizes)]
+    fields = [(f"in{i}", "UINT8", [size], {}) for i, size in enumerate(sizes)]
+
+    def encoded(raws: list[bytes]) -> list[wire.BytesLike]:
+        return wire.encode_infer_request_fields("m", "1", "", {}, fields, [("o", {})], raws)
+
+    framing = wire.RequestFraming(encoded(old), sizes)
+    parts = framing.parts([memoryview(raw) for raw in new])
+    assert b"".join(parts) == b"".join(encoded(new))
+    assert [part.obj for part in parts if isinstance(part, memoryview)] == [
+        raw for raw in new if raw
+    ]  # the tensors themselves, not copies
+
+
+def test_request_framing_refuses_buffers_of_another_form() -> None:
+    parts = wire.encode_infer_request_fields("m", "", "", {}, [], [], [b"ab", b"cde"])
+    for sizes in ([2], [2, 3, 1], [3, 2], [2, 3, 0, 1]):
+        with pytest.raises(ValueError, match="not the encoder's buffers"):
+            wire.RequestFraming(parts, sizes)
+    with pytest.raises(ValueError, match="not the encoder's buffers"):
+        wire.RequestFraming([b"".join(parts)], [2, 3])  # joined: no tensor buffers
+
+
 # ----------------------------------------------------------------------------- responses
 
 
