@@ -183,7 +183,8 @@ def encode_infer_request_parts(request: InferRequest) -> tuple[wire.BytesLike, .
 # Most callers send one model the same request over and over with new tensor values: the
 # same arrays' names, dtypes and shapes, the same outputs. Such a request's bytes are its
 # form's framing (made once by the full path) around its tensors' bytes, which skips building
-# the InferRequest and encoding it: about a quarter of the client's CPU for a small request.
+# the InferRequest and encoding it: a sixth of the client's CPU for a small request (45 -> 38
+# µs per request against an in-process server).
 
 #: A request's form (see :func:`request_form_key`).
 FormKey = tuple[object, ...]
