@@ -233,7 +233,8 @@ class _RequestForm:
     @classmethod
     def of(cls, request: InferRequest, parts: tuple[wire.BytesLike, ...]) -> _RequestForm | None:
         """The form of ``request`` (encoded as ``parts``); None if its bytes depend on more
-        than its tensors' sizes (parameters, shared memory, BYTES or BF16 conversions)."""
+        than its tensors' sizes (parameters, shared memory, BYTES), or if it holds BF16 (a
+        fixed size too, but its conversion is left to the full path: rare in this form)."""
         if request.id or request.parameters:
             return None
         for output in request.outputs:
