@@ -225,16 +225,21 @@ def request_form_key(
 
 @dataclass(frozen=True, slots=True)
 class _RequestForm:
-    """A request form's datatypes (in input order) and framing."""
+    """A request form's datatypes (in input order) and framing; ``direct`` says of each
+    input whether its arrays are their own wire bytes once C-contiguous (the wire dtype
+    already, not empty): then no :func:`serialize` is needed."""
 
     datatypes: tuple[Datatype, ...]
     framing: wire.RequestFraming
+    direct: tuple[bool, ...]
 
     @classmethod
-    def of(cls, request: InferRequest, parts: tuple[wire.BytesLike, ...]) -> _RequestForm | None:
-        """The form of ``request`` (encoded as ``parts``); None if its bytes depend on more
-        than its tensors' sizes (parameters, shared memory, BYTES), or if it holds BF16 (a
-        fixed size too, but its conversion is left to the full path: rare in this form)."""
+    def of(
+        cls, key: FormKey, request: InferRequest, parts: tuple[wire.BytesLike, ...]
+    ) -> _RequestForm | None:
+        """The form ``key`` of ``request`` (encoded as ``parts``); None if its bytes depend on
+        more than its tensors' sizes (parameters, shared memory, BYTES), or if it holds BF16
+        (a fixed size too, but its conversion is left to the full path: rare in this form)."""
         if request.id or request.parameters:
             return None
         for output in request.outputs:
@@ -257,7 +262,12 @@ class _RequestForm:
             framing = wire.RequestFraming(parts, sizes)
         except ValueError:
             return None
-        return cls(tuple(datatypes), framing)
+        # The key holds each input's name, dtype and shape, after the model, version, outputs.
+        direct = tuple(
+            dtype == numpy_dtype(datatype) and isinstance(shape, tuple) and element_count(shape) > 0
+            for dtype, shape, datatype in zip(key[4::3], key[5::3], datatypes, strict=True)
+        )
+        return cls(tuple(datatypes), framing, direct)
 
 
 class RequestForms:
@@ -289,9 +299,10 @@ class RequestForms:
         form = self._forms.get(key)
         if form is None:
             return None
+        contiguous = np.ascontiguousarray
         raws = [
-            serialize(array, datatype)
-            for array, datatype in zip(arrays, form.datatypes)  # noqa: B905 (equal by key)
+            contiguous(array).data.cast("B") if direct else serialize(array, datatype)
+            for array, datatype, direct in zip(arrays, form.datatypes, form.direct)  # noqa: B905
         ]
         return tuple(form.framing.parts(raws))
 
@@ -303,7 +314,7 @@ class RequestForms:
         if len(self._forms) >= self.SIZE:
             self._forms.clear()
         # A form that cannot be reused is kept as None: not examined again.
-        self._forms[key] = _RequestForm.of(request, parts)
+        self._forms[key] = _RequestForm.of(key, request, parts)
 
     def clear(self) -> None:
         self._forms.clear()
@@ -467,24 +478,46 @@ def decode_infer_response(
 # time on those fields otherwise.
 
 
+# An output of a layout: name, datatype name, shape, datatype, then what reading its raw
+# contents takes (see _Layout).
+_OutputLayout = tuple[str, str, tuple[int, ...], Datatype, "np.dtype[Any] | None", int, int]
+
+
 @dataclass(frozen=True, slots=True)
 class _Layout:
     """What a response's fields 1 to 5 but the id decode to: every output with raw contents
-    and no parameters."""
+    and no parameters. Each output is kept with what reading its raw contents takes: the
+    wire dtype, element count and byte size of a numeric one (None, 0, 0 for BYTES and BF16,
+    which :func:`deserialize` converts)."""
 
     model_name: str
     model_version: str
     parameters: dict[str, ParameterValue]
-    outputs: tuple[tuple[str, str, tuple[int, ...], Datatype], ...]
+    outputs: tuple[tuple[str, str, tuple[int, ...], Datatype, np.dtype[Any] | None, int, int], ...]
 
     @classmethod
     def of(cls, result: InferResult) -> _Layout | None:
-        outputs = []
+        outputs: list[_OutputLayout] = []
         for tensor in result.outputs:
             if tensor.parameters or tensor.data is None:
                 return None  # shared memory, or no data: decoded in full each time
             datatype = DATATYPE_BY_NAME[tensor.datatype]
-            outputs.append((tensor.name, tensor.datatype, tensor.shape, datatype))
+            if datatype.itemsize is None or datatype is Datatype.BF16:
+                outputs.append((tensor.name, tensor.datatype, tensor.shape, datatype, None, 0, 0))
+            else:
+                count = element_count(tensor.shape)
+                wire_dtype = numpy_dtype(datatype)
+                outputs.append(
+                    (
+                        tensor.name,
+                        tensor.datatype,
+                        tensor.shape,
+                        datatype,
+                        wire_dtype,
+                        count,
+                        count * wire_dtype.itemsize,
+                    )
+                )
         return cls(result.model_name, result.model_version, dict(result.parameters), tuple(outputs))
 
     def result(self, id: str, raws: list[memoryview]) -> InferResult | None:
@@ -493,12 +526,21 @@ class _Layout:
         if len(raws) != len(self.outputs):
             return None
         tensors = []
-        try:
-            for (name, datatype_name, shape, datatype), raw in zip(self.outputs, raws, strict=True):
-                data = deserialize(raw, datatype, shape)
-                tensors.append(new_output_tensor(name, datatype_name, shape, data, {}))
-        except ProtocolError:
-            return None
+        frombuffer = np.frombuffer
+        for (name, datatype_name, shape, datatype, wire_dtype, count, nbytes), raw in zip(
+            self.outputs, raws, strict=True
+        ):
+            if wire_dtype is not None:
+                if raw.nbytes != nbytes:
+                    return None
+                # The shape reshaped once already: the full decoder made this layout.
+                data = frombuffer(raw, wire_dtype, count).reshape(shape)
+            else:
+                try:
+                    data = deserialize(raw, datatype, shape)
+                except ProtocolError:
+                    return None
+            tensors.append(new_output_tensor(name, datatype_name, shape, data, {}))
         parameters = dict(self.parameters) if self.parameters else {}
         return new_infer_result(self.model_name, self.model_version, id, parameters, tuple(tensors))
 

@@ -381,6 +381,27 @@ def test_a_known_form_encodes_like_the_full_path(drawn: Any) -> None:
         assert b"".join(parts) == codec.encode_infer_request(expected)
 
 
+def test_a_known_form_sends_wire_dtype_arrays_from_their_own_memory() -> None:
+    """An input already in its wire form (little-endian, C-contiguous) goes out as a view of
+    the array, not a copy; one in another byte order is converted."""
+    forms = codec.RequestForms()
+    first = {"x": np.arange(64, dtype="<f4"), "y": np.arange(64, dtype=">f4")}
+    key = codec.request_form_key("m", "", first, None)
+    assert key is not None
+    request = build_infer_request("m", first)
+    forms.learn(key, request, codec.encode_infer_request_parts(request))
+    assert forms._forms[key] is not None
+    assert forms._forms[key].direct == (True, False)
+    second = {"x": np.ones(64, dtype="<f4"), "y": np.ones(64, dtype=">f4")}
+    parts = forms.parts(key, second.values())
+    assert parts is not None
+    owners = [part.obj for part in parts if isinstance(part, memoryview)]
+    assert any(owner is second["x"] for owner in owners)
+    assert not any(owner is second["y"] for owner in owners)
+    expected = codec.encode_infer_request(build_infer_request("m", second))
+    assert b"".join(parts) == expected
+
+
 class _Subclass(np.ndarray):  # type: ignore[type-arg]
     """An ndarray subclass: it may change how the array converts."""
 
