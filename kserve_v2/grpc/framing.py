@@ -46,6 +46,8 @@ __all__ = [
 #: gRPC status names by wire number: :class:`StatusCode`'s, as a tuple for the lookup that
 #: ends every call (a tuple index is cheaper than ``StatusCode(n).name``).
 STATUS_NAMES: Final = tuple(code.name for code in StatusCode)
+# ... and by the grpc-status text that ends every call ("0"): a lookup, not a parse.
+_STATUS_BY_TEXT: Final = {str(number): name for number, name in enumerate(STATUS_NAMES)}
 
 # gRPC's mapping of HTTP statuses that are not 200 (a proxy or a non-gRPC server answered).
 _HTTP_TO_GRPC: Final = {
@@ -136,7 +138,8 @@ class RequestHeaders:
         self._authority = authority
         self._user_agent = user_agent
         self._fixed: dict[str, bytes] = {}
-        self._timeouts: dict[str, bytes] = {}
+        # By the timeout in seconds: a client's calls mostly share one.
+        self._timeouts: dict[float, bytes] = {}
 
     def block(
         self,
@@ -166,12 +169,13 @@ class RequestHeaders:
             return fixed
         parts = [fixed]
         if timeout is not None:
-            value = grpc_timeout(timeout)
-            encoded = self._timeouts.get(value)
+            encoded = self._timeouts.get(timeout)
             if encoded is None:
                 if len(self._timeouts) > 256:
                     self._timeouts.clear()
-                encoded = self._timeouts[value] = self._encoder.encode([("grpc-timeout", value)])
+                encoded = self._timeouts[timeout] = self._encoder.encode(
+                    [("grpc-timeout", grpc_timeout(timeout))]
+                )
             parts.append(encoded)
         dynamic = list(extra)
         if encoding is not None:
@@ -186,14 +190,15 @@ _SENSITIVE: Final = frozenset({"authorization", "proxy-authorization", "cookie"}
 
 
 class MessageReader:
-    """Splits a stream's DATA into length-prefixed messages; calls ``on_message(flag, data)``
-    for each complete one. Chunks may be views that die after the call: they are copied."""
+    """Splits a stream's DATA into length-prefixed messages; calls
+    ``on_message((flag, data))`` for each complete one (one argument: a list's ``append``
+    takes them as they are). Chunks may be views that die after the call: they are copied."""
 
     __slots__ = ("_buffer", "_filled", "_flag", "_head", "_limit", "_need", "_on_message")
 
     def __init__(
         self,
-        on_message: Callable[[int, bytes | bytearray], None],
+        on_message: Callable[[tuple[int, bytes | bytearray]], object],
         limit: int | None = None,
     ) -> None:
         self._on_message = on_message
@@ -225,7 +230,7 @@ class MessageReader:
                 pos += take
                 if self._filled == self._need:
                     self._buffer = None
-                    self._on_message(self._flag, buffer)
+                    self._on_message((self._flag, buffer))
                 continue
             if self._head or end - pos < 5:
                 take = min(5 - len(self._head), end - pos)
@@ -242,12 +247,12 @@ class MessageReader:
                     # The whole message is here: one copy, straight out of the chunk,
                     # into a bytearray like a message that spans reads (numpy arrays
                     # viewing it are writeable whatever its size).
-                    self._on_message(flag, bytearray(chunk[pos : pos + length]))
+                    self._on_message((flag, bytearray(chunk[pos : pos + length])))
                     pos += length
                     continue
             self._check(flag, length)
             if length == 0:
-                self._on_message(flag, b"")
+                self._on_message((flag, b""))
                 continue
             self._flag = flag
             self._need = length
@@ -324,8 +329,7 @@ class CallResponse:
         # object: a reference cycle would keep every (possibly huge) message alive until
         # the cyclic garbage collector happened to run.
         self._arrived: list[tuple[int, bytes | bytearray]] = []
-        arrived = self._arrived.append
-        self._reader = MessageReader(lambda flag, data: arrived((flag, data)), limit)
+        self._reader = MessageReader(self._arrived.append, limit)
         self._skip_body = False
 
     def _message(self, flag: int, data: bytes | bytearray) -> None:
@@ -342,7 +346,7 @@ class CallResponse:
             content_type = None
             for name, value in headers:
                 if name == ":status":
-                    self.http_status = _small_int(value)
+                    self.http_status = 200 if value == "200" else _small_int(value)
                 elif name == "grpc-encoding":
                     self._encoding = value
                 elif name == "content-type":
@@ -372,7 +376,10 @@ class CallResponse:
                 arrived = self._arrived
                 try:
                     for flag, message in arrived:
-                        self._message(flag, message)
+                        if flag or self._on_message is not None:
+                            self._message(flag, message)
+                        else:  # a unary call's plain message
+                            self.messages.append(message)
                 finally:
                     arrived.clear()
         if end_stream:
@@ -408,8 +415,12 @@ class CallResponse:
             return StatusCode.UNKNOWN.name, f"response content-type {content_type!r} is not gRPC"
         if code_text is None:
             return StatusCode.INTERNAL.name, "the server ended the call without a grpc-status"
-        if not 0 <= _small_int(code_text) < len(STATUS_NAMES):
-            return StatusCode.UNKNOWN.name, f"unknown grpc-status {code_text!r}: {message}"
+        code = _STATUS_BY_TEXT.get(code_text)
+        if code is None:  # not in its usual form ("00", say), or unknown
+            number = _small_int(code_text)
+            if not 0 <= number < len(STATUS_NAMES):
+                return StatusCode.UNKNOWN.name, f"unknown grpc-status {code_text!r}: {message}"
+            code = STATUS_NAMES[number]
         if not self._reader.idle:
             return StatusCode.INTERNAL.name, "the stream ended inside a message"
-        return STATUS_NAMES[int(code_text)], message
+        return code, message

@@ -783,6 +783,7 @@ class H2Connection:
                     )
                 raise H2ConnectionError(f"{hint} (the server sent {sent!r}...)")
         events: list[Event] = []
+        unpack_from = _FRAME_HEADER.unpack_from
         view = memoryview(data).cast("B") if not isinstance(data, bytes) else memoryview(data)
         pos = 0
         end = len(view)
@@ -813,11 +814,16 @@ class H2Connection:
             if end - pos < 9:
                 buf += view[pos:end]
                 break
-            size = self._unit_size(view, pos)
+            # _unit_size and _frame's unpacking, inline: this runs for every frame.
+            high, low, kind, flags, stream_id = unpack_from(view, pos)
+            length = (high << 8) | low
+            if length > RECEIVE_MAX_FRAME_SIZE:
+                raise self._too_large(length)
+            size = 9 + length if kind != DATA else (10 if flags & FLAG_PADDED and length else 9)
             if end - pos < size:
                 buf += view[pos:end]
                 break
-            self._frame(view, pos, events)
+            self._handle_frame(length, kind, flags, stream_id & 0x7FFFFFFF, view, pos, events)
             pos += size
         return events
 
@@ -827,18 +833,35 @@ class H2Connection:
         high, low, kind, flags, _ = _FRAME_HEADER.unpack_from(data, pos)
         length: int = (high << 8) | low
         if length > RECEIVE_MAX_FRAME_SIZE:
-            raise self._fail(
-                f"frame of {length} bytes exceeds SETTINGS_MAX_FRAME_SIZE {RECEIVE_MAX_FRAME_SIZE}",
-                ErrorCode.FRAME_SIZE_ERROR,
-            )
+            raise self._too_large(length)
         if kind == DATA:
             return 10 if flags & FLAG_PADDED and length else 9
         return 9 + length
 
+    def _too_large(self, length: int) -> H2ConnectionError:
+        return self._fail(
+            f"frame of {length} bytes exceeds SETTINGS_MAX_FRAME_SIZE {RECEIVE_MAX_FRAME_SIZE}",
+            ErrorCode.FRAME_SIZE_ERROR,
+        )
+
     def _frame(self, data: memoryview, pos: int, events: list[Event]) -> None:
         high, low, kind, flags, stream_id = _FRAME_HEADER.unpack_from(data, pos)
-        length = (high << 8) | low
-        stream_id &= 0x7FFFFFFF
+        self._handle_frame(
+            (high << 8) | low, kind, flags, stream_id & 0x7FFFFFFF, data, pos, events
+        )
+
+    def _handle_frame(
+        self,
+        length: int,
+        kind: int,
+        flags: int,
+        stream_id: int,
+        data: memoryview,
+        pos: int,
+        events: list[Event],
+    ) -> None:
+        """Handle the frame whose header (already unpacked) is at ``data[pos]``: all of it
+        is there but a DATA frame's payload (see :meth:`_unit_size`)."""
         if not self._got_settings:
             # RFC 9113 section 3.4: the server's preface is a SETTINGS frame, first.
             if kind != SETTINGS or flags & FLAG_ACK:

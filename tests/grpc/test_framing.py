@@ -85,7 +85,8 @@ def feed_views(reader: MessageReader, chunks: list[bytes]) -> None:
 def collect(limit: int | None = None) -> tuple[MessageReader, list[tuple[int, bytes]]]:
     got: list[tuple[int, bytes]] = []
 
-    def on_message(flag: int, data: bytes | bytearray) -> None:
+    def on_message(message: tuple[int, bytes | bytearray]) -> None:
+        flag, data = message
         assert isinstance(data, (bytes, bytearray))
         got.append((flag, bytes(data)))
 
@@ -366,7 +367,7 @@ def test_message_reader_large_message_arrives_whole_and_uncopied() -> None:
     message = bytes(range(256)) * (12 << 10)  # 3 MiB: three growth steps past 1 MiB
     raw = framed(message)
     got: list[bytes | bytearray] = []
-    reader = MessageReader(lambda flag, data: got.append(data))
+    reader = MessageReader(lambda message: got.append(message[1]))
     view = memoryview(raw)
     for start in range(0, len(raw), 256 << 10):
         reader.feed(view[start : start + (256 << 10)])
@@ -562,6 +563,20 @@ def test_missing_grpc_status_is_internal() -> None:
 def test_unknown_grpc_status(value: str) -> None:
     response = respond(CallResponse(), trailers=[("grpc-status", value), ("grpc-message", "m")])
     assert response.status() == ("UNKNOWN", f"unknown grpc-status {value!r}: m")
+
+
+@pytest.mark.parametrize(
+    ("value", "code"),
+    [
+        *((str(number), name) for number, name in enumerate(STATUS_NAMES)),
+        ("00", "OK"),
+        ("016", "UNAUTHENTICATED"),
+    ],
+)
+def test_grpc_status_by_its_number(value: str, code: str) -> None:
+    """Every status by its decimal number, leading zeros too (their text is not the usual)."""
+    response = respond(CallResponse(), trailers=[("grpc-status", value), ("grpc-message", "m")])
+    assert response.status() == (code, "m")
 
 
 def test_stream_ending_inside_a_message_is_internal() -> None:
