@@ -141,6 +141,11 @@ class InferResult:
         Raises :class:`InvalidInputError` if there is no such output, or if it was written to
         shared memory (read it from the region instead).
         """
+        for tensor in self.outputs:  # self.output(name), inline: once per output read
+            if tensor.name == name:
+                if tensor.data is not None:
+                    return tensor.data
+                break
         tensor = self.output(name)
         if tensor.data is None:
             raise InvalidInputError(
