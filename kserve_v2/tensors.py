@@ -111,9 +111,8 @@ def _array_from_data(
         found = datatype_of(data)
         if datatype is None:
             return data, found
-        if found is datatype or (
-            datatype is Datatype.BF16 and data.dtype.kind == "f" and data.dtype.itemsize >= 4
-        ):
+        # Any float array as BF16: rounded to bfloat16, as the caller asked by naming it.
+        if found is datatype or (datatype is Datatype.BF16 and data.dtype.kind == "f"):
             return data, datatype
         raise InvalidInputError(
             f"input {name!r}: array of dtype {data.dtype} does not match datatype "

@@ -94,7 +94,6 @@ def test_datatype_is_inferred_from_the_array(dtype: str, datatype: str) -> None:
         ("?", "UINT8"),
         ("f4", "BYTES"),
         ("U1", "INT8"),
-        ("f2", "BF16"),
         ("i4", "BF16"),
     ],
 )
@@ -136,6 +135,15 @@ def test_bf16_takes_float32_or_float64_arrays(dtype: str) -> None:
     tensor = InferInput("x", array, datatype="BF16")
     assert tensor.datatype is Datatype.BF16
     assert bytes(tensor.wire_bytes()) == b"\x80\x3f\x81\x3f"
+
+
+@pytest.mark.parametrize("dtype", ["f2", ">f2"])
+def test_bf16_takes_float16_arrays(dtype: str) -> None:
+    # 1 + 2**-8 + 2**-10 is past the tie between bfloat16's 1 and 1 + 2**-7: it rounds up.
+    array = np.array([1.0, 1 + 2**-8 + 2**-10, -65504.0], dtype)
+    tensor = InferInput("x", array, datatype="BF16")
+    assert tensor.datatype is Datatype.BF16
+    assert bytes(tensor.wire_bytes()) == b"\x80\x3f\x81\x3f\x80\xc7"
 
 
 def test_bf16_from_float64_is_rounded_once() -> None:

@@ -209,9 +209,7 @@ def check_datatype(array: npt.NDArray[Any], datatype: str | Datatype | None) -> 
     if datatype is None:
         return found
     wanted = Datatype.parse(datatype)
-    if found is wanted or (
-        wanted is Datatype.BF16 and array.dtype.kind == "f" and array.dtype.itemsize >= 4
-    ):
+    if found is wanted or (wanted is Datatype.BF16 and array.dtype.kind == "f"):
         return wanted
     raise InvalidInputError(
         f"array of dtype {array.dtype} does not match datatype {wanted.value}", value=array.dtype

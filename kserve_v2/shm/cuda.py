@@ -488,7 +488,7 @@ class CudaSharedMemoryRegion:
         """Copy ``data`` into the region at ``offset``; return the number of bytes copied.
 
         ``data`` is a numpy array, written in its wire form (object/str/bytes arrays as
-        BYTES; ``datatype="BF16"`` rounds float32/float64 arrays), a bytes-like object, or a
+        BYTES; ``datatype="BF16"`` rounds float16/32/64 arrays), a bytes-like object, or a
         device tensor: anything with ``__cuda_array_interface__`` (cupy, torch, numba) or
         ``__dlpack__`` (CUDA tensors through cupy, CPU tensors through numpy). Device
         tensors must be C-contiguous and are copied device to device as they are.

@@ -419,7 +419,7 @@ class SystemSharedMemoryRegion:
         memory layout, in a single copy; arrays of object/str/bytes dtype are written as
         BYTES (each element preceded by its 4-byte little-endian length). ``datatype``
         optionally names the wire datatype, which must match the array's, except that
-        float32/float64 arrays may be written as ``"BF16"`` (rounded). Other bytes-like
+        float arrays (float16/32/64) may be written as ``"BF16"`` (rounded). Other bytes-like
         objects are copied verbatim.
 
         Example::
@@ -432,7 +432,10 @@ class SystemSharedMemoryRegion:
             data = np.asarray(data)
         if isinstance(data, np.ndarray):
             wire = check_datatype(data, datatype)
-            if wire.itemsize == data.dtype.itemsize:  # fixed-size, no conversion needed
+            # Fixed-size, no conversion needed (float16 as BF16 is the same size, but rounded).
+            if wire.itemsize == data.dtype.itemsize and not (
+                wire is Datatype.BF16 and data.dtype.kind == "f"
+            ):
                 dtype = data.dtype
                 layout = dtype.newbyteorder("<") if dtype.kind in "iuf" else dtype
                 off, n = check_range(offset, data.nbytes, self._byte_size, self._name)

@@ -346,6 +346,13 @@ def test_write_bf16_from_float32(region: SystemSharedMemoryRegion) -> None:
     assert region.write(np.ones(2, np.int32), datatype=Datatype.INT32) == 8
 
 
+def test_write_bf16_from_float16(region: SystemSharedMemoryRegion) -> None:
+    # Rounded like any float: 1 + 2**-8 + 2**-10 is past the tie, it rounds up to 1 + 2**-7.
+    x = np.array([1.0, -2.5, 1 + 2**-8 + 2**-10], dtype=np.float16)
+    assert region.write(x, datatype="BF16") == 6
+    assert region.read_bytes(0, 6) == b"\x80\x3f\x20\xc0\x81\x3f"
+
+
 def test_bf16_view(region: SystemSharedMemoryRegion) -> None:
     try:
         import ml_dtypes
