@@ -493,7 +493,7 @@ class _Layout:
     model_name: str
     model_version: str
     parameters: dict[str, ParameterValue]
-    outputs: tuple[tuple[str, str, tuple[int, ...], Datatype, np.dtype[Any] | None, int, int], ...]
+    outputs: tuple[_OutputLayout, ...]
 
     @classmethod
     def of(cls, result: InferResult) -> _Layout | None:
