@@ -43,6 +43,7 @@ __all__ = [
     "float32_to_bf16_bits",
     "from_json_data",
     "numpy_dtype",
+    "rounds_to_bf16",
     "serialize",
     "serialize_bytes_elements",
     "deserialize_bytes_elements",
@@ -200,6 +201,13 @@ def datatype_of(array: npt.NDArray[Any] | np.dtype[Any]) -> Datatype:
         "(supported: bool, (u)int8-64, float16/32/64, bfloat16, bytes/str/object)",
         value=dtype,
     )
+
+
+def rounds_to_bf16(dtype: np.dtype[Any], datatype: Datatype) -> bool:
+    """Whether an array of ``dtype`` given as ``datatype`` is converted: a float array (float16
+    to float64) named BF16 is rounded to bfloat16, the one conversion the client makes between
+    datatypes; any other array must be of its datatype already."""
+    return datatype is Datatype.BF16 and dtype.kind == "f"
 
 
 def element_count(shape: Sequence[int]) -> int:

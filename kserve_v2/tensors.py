@@ -28,6 +28,7 @@ from kserve_v2.datatypes import (
     element_count,
     from_json_data,
     numpy_dtype,
+    rounds_to_bf16,
     serialize,
 )
 from kserve_v2.errors import InvalidInputError
@@ -111,8 +112,7 @@ def _array_from_data(
         found = datatype_of(data)
         if datatype is None:
             return data, found
-        # Any float array as BF16: rounded to bfloat16, as the caller asked by naming it.
-        if found is datatype or (datatype is Datatype.BF16 and data.dtype.kind == "f"):
+        if found is datatype or rounds_to_bf16(data.dtype, datatype):
             return data, datatype
         raise InvalidInputError(
             f"input {name!r}: array of dtype {data.dtype} does not match datatype "

@@ -18,6 +18,7 @@ from kserve_v2.datatypes import (
     datatype_of,
     deserialize,
     numpy_dtype,
+    rounds_to_bf16,
     serialize,
 )
 from kserve_v2.errors import (
@@ -209,7 +210,7 @@ def check_datatype(array: npt.NDArray[Any], datatype: str | Datatype | None) -> 
     if datatype is None:
         return found
     wanted = Datatype.parse(datatype)
-    if found is wanted or (wanted is Datatype.BF16 and array.dtype.kind == "f"):
+    if found is wanted or rounds_to_bf16(array.dtype, wanted):
         return wanted
     raise InvalidInputError(
         f"array of dtype {array.dtype} does not match datatype {wanted.value}", value=array.dtype

@@ -54,6 +54,7 @@ import numpy.typing as npt
 
 from kserve_v2.datatypes import (
     Datatype,
+    rounds_to_bf16,
 )
 from kserve_v2.errors import (
     InvalidInputError,
@@ -433,9 +434,7 @@ class SystemSharedMemoryRegion:
         if isinstance(data, np.ndarray):
             wire = check_datatype(data, datatype)
             # Fixed-size, no conversion needed (float16 as BF16 is the same size, but rounded).
-            if wire.itemsize == data.dtype.itemsize and not (
-                wire is Datatype.BF16 and data.dtype.kind == "f"
-            ):
+            if wire.itemsize == data.dtype.itemsize and not rounds_to_bf16(data.dtype, wire):
                 dtype = data.dtype
                 layout = dtype.newbyteorder("<") if dtype.kind in "iuf" else dtype
                 off, n = check_range(offset, data.nbytes, self._byte_size, self._name)
