@@ -779,17 +779,13 @@ class ResponseParser:
         self._state = _LENGTH
 
 
-class _BodyTooLarge(ProtocolError):
-    """A body beyond the limit (apart so that decoding never mistakes it for corrupt data)."""
-
-
 def body_too_large(
     limit: int, length: int | None = None, *, decoded: bool = False
 ) -> ProtocolError:
     """The error for a response body beyond ``max_response_size`` (``length``: as announced)."""
     what = "decompressed response body" if decoded else "response body"
     size = f"of {length} bytes " if length is not None else ""
-    return _BodyTooLarge(
+    return ProtocolError(
         f"{what} {size}is larger than max_response_size ({limit} bytes)",
         value=length if length is not None else limit,
     )
@@ -891,7 +887,12 @@ def _codings(content_encoding: str) -> list[str] | None:
     return [c for c in codings if c != "identity"]
 
 
-def _inflate_all(data: bytes | bytearray, wbits: int, what: str, limit: int | None) -> bytes:
+class _Truncated(Exception):
+    """A compressed body that ends before its stream does (raised and caught in here only:
+    decode_body tells it apart from a body beyond the limit, which must not be retried)."""
+
+
+def _inflate_all(data: bytes | bytearray, wbits: int, limit: int | None) -> bytes:
     out: list[bytes] = []
     total = 0
     while True:
@@ -904,7 +905,7 @@ def _inflate_all(data: bytes | bytearray, wbits: int, what: str, limit: int | No
             raise body_too_large(limit, decoded=True)
         out.append(piece)
         if not obj.eof:
-            raise ProtocolError(f"truncated {what} response body")
+            raise _Truncated
         data = obj.unused_data
         # Only gzip has multiple members; trailing zero padding is tolerated like gzip(1) does.
         if wbits != _GZIP_WBITS or not data.strip(b"\0"):
@@ -931,17 +932,18 @@ def decode_body(body: bytearray, content_encoding: str, limit: int | None = None
             if coding == "deflate":
                 if _looks_like_zlib(data):
                     try:
-                        data = _inflate_all(data, zlib.MAX_WBITS, "deflate", limit)
+                        data = _inflate_all(data, zlib.MAX_WBITS, limit)
                         continue
-                    except _BodyTooLarge:
-                        raise
-                    except (zlib.error, ProtocolError):
+                    except (zlib.error, _Truncated):
                         pass  # a raw stream whose first bytes happen to look like a header
-                data = _inflate_all(data, -zlib.MAX_WBITS, "deflate", limit)
+                data = _inflate_all(data, -zlib.MAX_WBITS, limit)
             else:
-                data = _inflate_all(data, _GZIP_WBITS, "gzip", limit)
+                data = _inflate_all(data, _GZIP_WBITS, limit)
         except zlib.error as exc:
             raise ProtocolError(f"cannot decode {coding} response body: {exc}") from exc
+        except _Truncated:
+            what = "deflate" if coding == "deflate" else "gzip"
+            raise ProtocolError(f"truncated {what} response body") from None
     return bytearray(data)
 
 

@@ -759,17 +759,21 @@ def test_unknown_encoding_passes_through() -> None:
 
 
 @pytest.mark.parametrize(
-    ("encoding", "encoded"),
+    ("encoding", "encoded", "message"),
     [
-        ("gzip", b"not gzip at all"),
-        ("gzip", gzip.compress(PAYLOAD)[:-10]),
-        ("deflate", zlib.compress(PAYLOAD)[:20]),
-        ("deflate", b"\xff\xff\xff\xff"),
+        ("gzip", b"not gzip at all", "cannot decode gzip response body: .*header"),
+        ("gzip", gzip.compress(PAYLOAD)[:-10], "^truncated gzip response body$"),
+        ("x-gzip", gzip.compress(PAYLOAD)[:-10], "^truncated gzip response body$"),
+        # Not whole as zlib data, so read again as raw deflate, which it is not either.
+        ("deflate", zlib.compress(PAYLOAD)[:20], "cannot decode deflate response body"),
+        ("deflate", b"\xff\xff\xff\xff", "cannot decode deflate response body"),
+        ("deflate", zlib.compress(PAYLOAD, wbits=-15)[:-10], "^truncated deflate response body$"),
     ],
 )
-def test_corrupt_or_truncated_compressed_body(encoding: str, encoded: bytes) -> None:
-    with pytest.raises(ProtocolError):
+def test_corrupt_or_truncated_compressed_body(encoding: str, encoded: bytes, message: str) -> None:
+    with pytest.raises(ProtocolError, match=message) as info:
         decode_body(bytearray(encoded), encoding)
+    assert type(info.value) is ProtocolError  # no private subclass in the user's traceback
     dec = StreamDecoder(encoding)
 
     def decode_all() -> bytes:
@@ -872,6 +876,7 @@ def test_decompression_is_bounded_by_the_limit(
     with pytest.raises(ProtocolError, match="decompressed response body is larger") as info:
         decode_body(compressed, encoding, len(_BOMB) - 1)
     assert info.value.value == len(_BOMB) - 1
+    assert type(info.value) is ProtocolError
     with pytest.raises(ProtocolError, match="max_response_size"):
         decode_body(compressed, encoding, 1000)
 
