@@ -109,7 +109,10 @@ def triton(
 # now and then by streams with requests for several models in flight, with either client: it
 # aborts or segfaults, or, more rarely, the decoupled model's next send never returns and the
 # model answers no stream again. That is no failure of the test that happened to run, but it
-# would take the session's server, and every test after it, down. So a test that fails while
+# would take the session's server, and every test after it, down. (Its third form, a response
+# lost while the server runs on, leaves no trace to rerun by: a test that reads a decoupled
+# model's responses and another model's from one stream sends the one request once the other
+# is answered; see `answered` in tests/grpc/test_stream.py.) So a test that fails while
 # the session server died *of this race*, or no longer answers a fresh decoupled stream
 # request, is run once more on a restarted server. A server that died of anything else is not
 # restarted, and a test that fails again fails. (conformance/conftest.py does the same for the
