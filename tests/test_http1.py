@@ -767,7 +767,7 @@ def test_unknown_encoding_passes_through() -> None:
         # Not whole as zlib data, so read again as raw deflate, which it is not either.
         ("deflate", zlib.compress(PAYLOAD)[:20], "cannot decode deflate response body"),
         ("deflate", b"\xff\xff\xff\xff", "cannot decode deflate response body"),
-        ("deflate", zlib.compress(PAYLOAD, wbits=-15)[:-10], "^truncated deflate response body$"),
+        ("deflate", raw_deflate(PAYLOAD)[:-10], "^truncated deflate response body$"),
     ],
 )
 def test_corrupt_or_truncated_compressed_body(encoding: str, encoded: bytes, message: str) -> None:
