@@ -35,6 +35,7 @@ __all__ = [
     "InputSpec",
     "add_request_arguments",
     "build_inputs",
+    "check_omitted",
     "parse_input",
     "parse_outputs",
     "parse_shapes",
@@ -103,6 +104,15 @@ def add_input_arguments(
     if generated:
         parser.add_argument(
             "--seed", type=int, default=0, help="seed of the generated inputs (default 0)"
+        )
+        parser.add_argument(
+            "--omit",
+            action="append",
+            default=[],
+            metavar="NAME",
+            help="leave the model's input NAME out instead of generating it: an optional "
+            "input on a server that publishes no model configuration (KServe, MLServer); "
+            "those Triton's configuration marks optional are left out already; repeatable",
         )
 
 
@@ -432,6 +442,26 @@ def build_inputs(
                 )
             )
     return inputs
+
+
+def check_omitted(
+    omit: Sequence[str],
+    specs: Sequence[InputSpec],
+    shapes: dict[str, tuple[int, ...]],
+    metadata: ModelMetadata,
+) -> None:
+    """``--omit`` must name inputs of the model that no ``--input`` or ``--shape`` gives."""
+    names = [t.name for t in metadata.inputs]
+    unknown = sorted(set(omit) - set(names))
+    if unknown:
+        raise CLIError(
+            f"--omit {', '.join(unknown)}: model {metadata.name} has no such input "
+            f"(inputs: {', '.join(names) or 'none'})"
+        )
+    for option, named in (("--input", {s.name for s in specs}), ("--shape", set(shapes))):
+        both = sorted(set(omit) & named)
+        if both:
+            raise CLIError(f"--omit {', '.join(both)}: also given to {option}")
 
 
 def _is_text(value: Any) -> bool:

@@ -2,15 +2,16 @@
 
 Inputs come from --input (a literal, @file.npy, @file.json or @- for stdin); those not given
 are generated from the model's metadata (random values, dynamic dimensions from --shape,
-default 1; inputs the configuration marks optional are left out). Outputs print as a table
-of shape, datatype and values (elided past 64), as JSON (--json), or are saved as .npy files
-(--save DIR).
+default 1; inputs the configuration marks optional, or --omit names, are left out). Outputs
+print as a table of shape, datatype and values (elided past 64), as JSON (--json), or are saved
+as .npy files (--save DIR).
 
 examples:
   kserve-v2 infer simple                                   # generated inputs
   kserve-v2 infer simple -i INPUT0=[[1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16]] --shape INPUT1=1,16
   kserve-v2 infer identity_fp32 -i INPUT0=@x.npy --save out/
   kserve-v2 infer classify -i INPUT0=[0.1,0.7,0.2] --output OUTPUT0:2
+  kserve-v2 infer text_model -i text_input='["hi"]' --omit max_tokens --url http://mlserver:8080
   kserve-v2 infer simple --shm --url grpc://localhost:8001 --dump
   echo '[[1,2,3]]' | kserve-v2 infer identity_int32 -i INPUT0=@-
 """
@@ -18,6 +19,7 @@ examples:
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 from typing import TYPE_CHECKING, Any
@@ -79,19 +81,22 @@ def prepare_inputs(
     """The inputs of ``--input``/``--shape`` (plus generated ones) and the model's metadata."""
     specs = [_tensors.parse_input(text) for text in args.input]
     shapes = _tensors.parse_shapes(args.shape)
+    omit: list[str] = args.omit
     if getattr(args, "no_metadata", False):
         if not specs:
             raise _common.CLIError("--no-metadata needs every input given with --input")
+        if omit:
+            raise _common.CLIError("--omit leaves out generated inputs; --no-metadata makes none")
         return _tensors.build_inputs(specs, None, shapes=shapes), None
     from kserve_v2.errors import KServeError
 
     metadata = client.model_metadata(model, args.model_version)
-    skip: list[str] = []
-    if len(specs) < len(metadata.inputs):
-        try:
-            skip = _tensors.optional_inputs(client.model_config(model, args.model_version))
-        except KServeError:
-            skip = []  # no configuration extension: generate every input
+    _tensors.check_omitted(omit, specs, shapes, metadata)
+    skip = list(omit)
+    if len(specs) + len(set(omit)) < len(metadata.inputs):
+        # No configuration extension (KServe, MLServer): every input left is generated.
+        with contextlib.suppress(KServeError):
+            skip += _tensors.optional_inputs(client.model_config(model, args.model_version))
     inputs = _tensors.build_inputs(specs, metadata, shapes=shapes, seed=args.seed, skip=skip)
     return inputs, metadata
 

@@ -276,6 +276,13 @@ def test_infer_generates_missing_inputs(cli: Runner, server_url: str) -> None:
     assert again.status == 0
 
 
+def test_infer_omit_leaves_an_input_out(cli: Runner, server_url: str) -> None:
+    # simple's INPUT1 is required: the server's refusal shows the request went without it.
+    result = cli("infer", "simple", "--omit", "INPUT1", "--url", server_url)
+    assert result.status == 1, result.err
+    assert "missing required input(s) ['INPUT1']" in result.err
+
+
 def test_infer_shape_option_and_bytes(cli: Runner, server_url: str) -> None:
     result = cli("infer", "identity_bytes", "--shape", "INPUT0=2,3", "--url", server_url, "--json")
     (output,) = _outputs(result.json()).values()

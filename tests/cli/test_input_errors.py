@@ -44,6 +44,7 @@ USAGE_ERRORS = [
     (("infer", "m", "-i", "X=@{tmp}/missing.npy"), "--input X: cannot read"),
     (("infer", "m", "--no-metadata", "-i", "X=[1]", "--shm-output-size", "0"), "must be positive"),
     (("infer", "m", "--no-metadata", "-i", "X=[1]", "--save", "{tmp}/garbage.pem/out"), "--save"),
+    (("infer", "m", "--no-metadata", "-i", "X=[1]", "--omit", "Y"), "--no-metadata makes none"),
     (("encode", "-i", "X=[[1],[2,3]]"), "input 'X': cannot make a tensor of this data"),
     (("encode", "-i", "X=[1]", "--shape", "X=5"), "shape [5] needs 5 element(s), data has 1"),
     (("encode", "-i", "X=[1]", "--body", "{tmp}/no/b.bin"), "--body: cannot write"),
@@ -125,6 +126,23 @@ def test_the_servers_refusals_exit_1_and_bad_values_2(cli: Runner, server_url: s
     refused = cli("infer", "simple", "-o", "NOPE", "--url", server_url)
     assert refused.status == 1, refused.err
     _assert_one_line(refused, "infer", "the server says: ")
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (("--omit", "NOPE"), "--omit NOPE: model simple has no such input (inputs: INPUT0, INPUT"),
+        (("--omit", "INPUT1", "-i", "INPUT1=[[1]]"), "--omit INPUT1: also given to --input"),
+        (("--omit", "INPUT1", "--shape", "INPUT1=1,16"), "--omit INPUT1: also given to --shape"),
+    ],
+    ids=_case_id,
+)
+def test_omit_names_a_model_input_no_other_option_gives(
+    cli: Runner, server_url: str, argv: tuple[str, ...], message: str
+) -> None:
+    result = cli("infer", "simple", *argv, "--url", server_url)
+    assert result.status == 2, result.err
+    _assert_one_line(result, "infer", message)
 
 
 # -- TLS files that are not PEM -------------------------------------------------------------------

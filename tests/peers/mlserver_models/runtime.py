@@ -124,7 +124,10 @@ class ParamsEcho(MLModel):
         if payload.parameters is not None:
             received = payload.parameters.model_dump(exclude_unset=True, exclude={"headers"})
         text = json.dumps(received, sort_keys=True)
-        output = ResponseOutput(name="PARAMS", shape=[1], datatype="BYTES", data=[text])
+        # Bytes: a str fails the gRPC answer when it carries the tensors as typed contents (a
+        # request without raw contents), "expected bytes, str found".
+        data = [text.encode()]
+        output = ResponseOutput(name="PARAMS", shape=[1], datatype="BYTES", data=data)
         return _response(self, payload, [output], parameters=Parameters(**received))
 
 
