@@ -16,7 +16,6 @@ with its reason; a listed deviation that passes fails, so the list stays true.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -37,6 +36,7 @@ from kserve_v2.conformance import (
     write_report,
 )
 from kserve_v2.testing import TritonServer
+from kserve_v2.testing.session import RestartLog, in_ci
 
 MODELS_DIR = Path(__file__).resolve().parent / "models"
 LOCAL_EXPECTED = "triton-2.51"
@@ -94,25 +94,16 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.integration)
 
 
-def _in_ci() -> bool:
-    return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
-
-
 # Triton 2.51 (the local server) has a known race in its gRPC stream writer, fixed in later
 # Tritons (see TritonServer.known_crash): a stream case can take the server down, and the case
 # that fails then is not at fault. So a case run while the local server lies dead of it, or
-# that fails as it dies, runs again on a restarted server, up to ATTEMPTS times in all.
-ATTEMPTS = 3
-#: Seconds a failed case waits for the crash to show in the server's log.
-CRASH_LOG_WAIT = 3.0
-_RESTARTS: list[str] = []
+# that fails as it dies, runs again on a restarted server, up to RESTART_ATTEMPTS times in
+# all (test_conformance.py; kserve_v2.testing.session holds what tests/ shares of this).
+_RESTARTS = RestartLog()
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:
-    if _RESTARTS:
-        terminalreporter.section("Triton restarts (Triton 2.51's known gRPC stream race)")
-        for line in _RESTARTS:
-            terminalreporter.write_line(line)
+    _RESTARTS.summary(terminalreporter)
 
 
 @dataclass
@@ -129,8 +120,7 @@ class SuiteRun:
         server = self.server
         if server is None or (why := server.known_crash(wait)) is None:
             return False
-        # Not a warning: the summary lists it (a warnings-as-errors run made a notice fatal).
-        _RESTARTS.append(f"{case_id}: {why}; restarted it (log: {server.log_path})")
+        _RESTARTS.record(case_id, why, server.log_path)
         self.session.close()
         server.stop()
         server.start()
@@ -166,7 +156,7 @@ def conformance_run(
             env = find_triton_env()
         except TritonEnvNotFoundError as exc:
             message = f"no --http/--grpc given and no local Triton to start: {exc}"
-            if _in_ci():
+            if in_ci():
                 pytest.fail(message, pytrace=False)
             pytest.skip(message)
         log = tmp_path_factory.mktemp("conformance-triton") / "tritonserver.log"

@@ -6,8 +6,9 @@ import pytest
 
 from kserve_v2.conformance import Case, Outcome, run_case
 from kserve_v2.conformance.cases.management import LOAD_UNLOAD_REFUSED
+from kserve_v2.testing.session import CRASH_LOG_WAIT, RESTART_ATTEMPTS
 
-from .conftest import ATTEMPTS, CRASH_LOG_WAIT, SuiteRun
+from .conftest import SuiteRun
 
 
 def _explain(case: Case, message: str, evidence: str) -> str:
@@ -27,7 +28,7 @@ def test_case(conformance_case: Case, conformance_run: SuiteRun) -> None:
     while run.restart_if_crashed(conformance_case.id):  # it died after an earlier case passed
         pass
     result = run_case(run.session, conformance_case, run.expected)
-    for _ in range(ATTEMPTS - 1):
+    for _ in range(RESTART_ATTEMPTS - 1):
         if not result.counts_as_failure:
             break
         if not run.restart_if_crashed(conformance_case.id, wait=CRASH_LOG_WAIT):

@@ -30,15 +30,12 @@ from kserve_v2.testing import (
     TritonServer,
     find_triton_env,
 )
+from kserve_v2.testing.session import CRASH_LOG_WAIT, RESTART_ATTEMPTS, RestartLog, in_ci
 
 MODELS_DIR = Path(__file__).resolve().parent / "models"
 """The test model repository."""
 
 _INTEGRATION_FIXTURES = frozenset({"triton", "triton_factory", "triton_env"})
-
-
-def _in_ci() -> bool:
-    return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
 
 
 @functools.lru_cache(maxsize=1)
@@ -64,7 +61,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         and not item.get_closest_marker("kserve")
         and not item.get_closest_marker("mlserver")
     ]
-    if not needs_server or _in_ci():
+    if not needs_server or in_ci():
         return  # in CI the fixture fails instead, with the same message
     problem = _env_problem()
     if problem is not None:
@@ -80,7 +77,7 @@ def triton_env() -> TritonEnvironment:
         return find_triton_env()
     except TritonEnvNotFoundError as exc:
         message = f"needs the Triton server environment: {exc}"
-        if _in_ci():
+        if in_ci():
             pytest.fail(message, pytrace=False)
         pytest.skip(message)
 
@@ -116,18 +113,12 @@ def triton(
 # the session server died *of this race*, or no longer answers a fresh decoupled stream
 # request, is run once more on a restarted server. A server that died of anything else is not
 # restarted, and a test that fails again fails. (conformance/conftest.py does the same for the
-# conformance suite's own server.)
+# conformance suite's own server; what both share is in kserve_v2.testing.session.)
 
 _SESSION_SERVER: list[TritonServer] = []
 #: Other servers whose death of the known race also earns the test that failed a rerun (the
 #: ``triton_grpc_error`` tests' own server): their fixtures register them with :func:`watch`.
 _WATCHED_SERVERS: list[TritonServer] = []
-#: Attempts of one test while the race keeps striking (each on a restarted server): it hits
-#: the error-mode streams often enough on a busy machine that one rerun is not enough to keep
-#: CI green, and a test failing for another reason fails at its first attempt.
-_ATTEMPTS = 3
-#: Seconds a failed test waits for the crash to show in a server's log (see known_crash).
-_CRASH_LOG_WAIT = 3.0
 
 
 def watch(server: TritonServer) -> None:
@@ -172,23 +163,17 @@ def _wedged_server() -> TritonServer | None:
     return None
 
 
-#: One line per restart, printed in the session's summary. Not a warning: a test module that
-#: turns warnings into errors (``filterwarnings("error")``) made the notice itself fail the
-#: session (an INTERNALERROR) while the hook was restarting its server.
-_RESTARTS: list[str] = []
+_RESTARTS = RestartLog()
 
 
 def _restart(server: TritonServer, why: str, item: pytest.Item) -> None:
-    _RESTARTS.append(f"{item.nodeid}: {why}; restarted it (log: {server.log_path})")
+    _RESTARTS.record(item.nodeid, why, server.log_path)
     server.stop()
     server.start()
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:
-    if _RESTARTS:
-        terminalreporter.section("Triton restarts (Triton 2.51's known gRPC stream race)")
-        for line in _RESTARTS:
-            terminalreporter.write_line(line)
+    _RESTARTS.summary(terminalreporter)
 
 
 def _uses_triton(item: pytest.Item) -> bool:
@@ -210,10 +195,10 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
     while (crashed := _crashed_server()) is not None:  # it died after an earlier test passed
         _restart(*crashed, item)
     reports = runtestprotocol(item, nextitem=nextitem, log=False)
-    for _ in range(_ATTEMPTS - 1):
+    for _ in range(RESTART_ATTEMPTS - 1):
         if not any(report.failed for report in reports):
             break
-        crashed = _crashed_server(wait=_CRASH_LOG_WAIT)
+        crashed = _crashed_server(wait=CRASH_LOG_WAIT)
         if crashed is None and (server := _wedged_server()) is not None:
             crashed = server, "Triton 2.51 stopped answering decoupled stream requests"
         if crashed is None:

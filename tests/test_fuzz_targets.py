@@ -31,8 +31,9 @@ from fuzz.corpus import seeds
 from fuzz.mutate import mutate
 from fuzz.run import ROOT, Finding, check
 from fuzz.targets import TARGETS, run_one
+from kserve_v2.testing.session import in_ci
 
-_CI = os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
+_CI = in_ci()
 EXAMPLES = int(os.environ.get("KSERVE_V2_FUZZ_EXAMPLES", "250"))
 FUZZ = settings(
     max_examples=EXAMPLES,

@@ -20,15 +20,12 @@ import kserve_v2.conformance.context as context_module
 from kserve_v2.conformance import Case, Level, all_cases
 from kserve_v2.conformance.models import MODELS
 from kserve_v2.conformance.spec import DOCUMENTS, EXTENSIONS
+from kserve_v2.testing.session import in_ci
 
 ROOT = Path(__file__).resolve().parents[2]
 SPECS = Path(os.environ.get("KSERVE_V2_SPECS", ROOT.parent / "shared" / "specs"))
 MODELS_DIR = ROOT / "conformance" / "models"
 HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*$")
-
-
-def _in_ci() -> bool:
-    return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
 
 
 def normalize(text: str) -> str:
@@ -84,7 +81,7 @@ def cases() -> list[Case]:
 def specs_dir() -> Path:
     if not SPECS.is_dir():
         message = f"the spec copies are not at {SPECS} (set KSERVE_V2_SPECS)"
-        if _in_ci():
+        if in_ci():
             pytest.fail(message)
         pytest.skip(message)
     return SPECS

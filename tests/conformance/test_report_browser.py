@@ -7,7 +7,6 @@ it the test is skipped with a loud reason, except in CI, where it fails.
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 import subprocess
@@ -16,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from kserve_v2.conformance import Outcome, RunResult, render_html
+from kserve_v2.testing.session import in_ci
 
 FLAGS = [
     "--headless",
@@ -38,7 +38,7 @@ def _chromium() -> str:
         "NO BROWSER: the HTML report was not checked in Chromium; install it with "
         "`apt-get install chromium` (CI does)"
     )
-    if os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no"):
+    if in_ci():
         pytest.fail(message)
     pytest.skip(message)
 

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-import os
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +26,7 @@ import pytest
 
 from kserve_v2 import AsyncClient, Client
 from kserve_v2.testing import KServeServer, MLServerServer, PeerEnvNotFoundError, PeerServer
+from kserve_v2.testing.session import in_ci
 
 PEERS_DIR = Path(__file__).resolve().parent.parent / "peers"
 KSERVE_SCRIPT = PEERS_DIR / "kserve_models" / "server.py"
@@ -87,16 +87,12 @@ class Peer:
             pytest.skip(f"{self.name}: {self.lacks[feature]}")
 
 
-def _in_ci() -> bool:
-    return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
-
-
 def _start(server: PeerServer) -> PeerServer:
     try:
         server.find_env()
     except PeerEnvNotFoundError as exc:
         message = f"needs the {server.name} server environment: {exc}"
-        if _in_ci():
+        if in_ci():
             pytest.fail(message, pytrace=False)
         pytest.skip(message)
     return server.start()

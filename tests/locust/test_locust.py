@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 
 from kserve_v2.testing import TritonServer
+from kserve_v2.testing.session import in_ci
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
@@ -31,16 +32,12 @@ FAILING = HERE / "failing.py"
 TIMEOUT = 120  # seconds any locust process may take (a run is a few seconds)
 
 
-def _in_ci() -> bool:
-    return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
-
-
 @pytest.fixture(scope="module")
 def locust_python() -> Path:
     python = LOCUST_ENV / "bin" / "python"
     if not python.exists():
         message = "needs .venv-locust (bash scripts/setup.sh builds it)"
-        if _in_ci():
+        if in_ci():
             pytest.fail(message, pytrace=False)
         pytest.skip(message)
     return python

@@ -28,6 +28,7 @@ from kserve_v2.testing import (
 )
 from kserve_v2.testing import peer as peer_module
 from kserve_v2.testing.process import free_ports, group_has_live_members
+from kserve_v2.testing.session import in_ci
 
 # A stand-in for a model server: HTTP ready on --http_port, a listener on --grpc_port, and a
 # child process (its pid logged) that only the process-group clean-up can end.
@@ -190,7 +191,7 @@ def _real(cls: Any, *args: Any) -> Any:
     try:
         cls.find_env()
     except PeerEnvNotFoundError as exc:
-        if os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no"):
+        if in_ci():
             pytest.fail(str(exc), pytrace=False)
         pytest.skip(str(exc))
     return cls(*args)
