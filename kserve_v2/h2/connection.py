@@ -559,15 +559,7 @@ class H2Connection:
 
         Raises :class:`H2StateError` when :meth:`can_open_stream` says no."""
         if not self.can_open_stream():
-            if self.closed:
-                reason = "it is closed"
-            elif self.goaway is not None:
-                reason = "the server sent GOAWAY"
-            elif self._next_stream_id > MAX_WINDOW:
-                reason = "its stream ids are used up"
-            else:
-                reason = "the server's MAX_CONCURRENT_STREAMS is reached"
-            raise H2StateError(f"no new stream may be opened on this connection: {reason}")
+            raise self._cannot_open()
         stream_id = self._next_stream_id
         self._next_stream_id += 2
         state = StreamState.HALF_CLOSED_LOCAL if end_stream else StreamState.OPEN
@@ -576,6 +568,50 @@ class H2Connection:
         )
         self._queue_headers(stream_id, header_block, end_stream)
         return stream_id
+
+    def open_request(self, header_block: bytes, body: bytes) -> tuple[int, bool]:
+        """:meth:`open_stream`, and ``body`` queued with the headers as one DATA frame that
+        ends the stream when it fits one frame within both flow-control windows: a unary
+        call's small request, its two frames in one buffer. Returns the stream's id and
+        whether ``body`` was queued; if not, the stream is open and the caller sends the body
+        with :meth:`send_data`.
+
+        Raises :class:`H2StateError` when :meth:`can_open_stream` says no."""
+        size = len(body)
+        limit = self.peer_max_frame_size
+        window = self.peer_initial_window
+        if size > limit or size > window or size > self._send_window:
+            return self.open_stream(header_block), False
+        if not self.can_open_stream():
+            raise self._cannot_open()
+        stream_id = self._next_stream_id
+        self._next_stream_id += 2
+        self._streams[stream_id] = _Stream(
+            window - size, self._stream_window, StreamState.HALF_CLOSED_LOCAL, True
+        )
+        self._send_window -= size
+        data = frame_header(size, DATA, FLAG_END_STREAM, stream_id) + body
+        if len(header_block) <= limit:
+            self._out.append(
+                frame_header(len(header_block), HEADERS, FLAG_END_HEADERS, stream_id)
+                + header_block
+                + data
+            )
+        else:
+            self._queue_headers(stream_id, header_block, False)
+            self._out.append(data)
+        return stream_id, True
+
+    def _cannot_open(self) -> H2StateError:
+        if self.closed:
+            reason = "it is closed"
+        elif self.goaway is not None:
+            reason = "the server sent GOAWAY"
+        elif self._next_stream_id > MAX_WINDOW:
+            reason = "its stream ids are used up"
+        else:
+            reason = "the server's MAX_CONCURRENT_STREAMS is reached"
+        return H2StateError(f"no new stream may be opened on this connection: {reason}")
 
     def stream_state(self, stream_id: int) -> StreamState | None:
         """The state of a stream this side opened (CLOSED once forgotten); None for an id

@@ -396,6 +396,69 @@ def test_max_concurrent_streams_and_stream_id_exhaustion() -> None:
     assert not conn.can_open_stream()
 
 
+def _request_twins(setup: Iterable[bytes], spent: int) -> tuple[H2Connection, H2Connection]:
+    """Two connections alike: the server's ``setup`` frames received, ``spent`` bytes of the
+    connection window used by a stream of their own (id 1)."""
+    twins = []
+    for _ in range(2):
+        conn = connected(streams=1)
+        for raw in setup:
+            conn.receive(raw)
+        if spent:
+            assert conn.send_data(1, bytes(spent)) == spent
+        conn.data_to_send()
+        twins.append(conn)
+    return twins[0], twins[1]
+
+
+@pytest.mark.parametrize(
+    ("body_size", "header_size", "setup", "spent", "fused"),
+    [
+        (0, 60, (), 0, True),
+        (180, 60, (), 0, True),
+        (DEFAULT_MAX_FRAME_SIZE, 60, (), 0, True),  # exactly one frame
+        (DEFAULT_MAX_FRAME_SIZE + 1, 60, (), 0, False),  # two frames: not fused
+        (180, 40_000, (), 0, True),  # headers in CONTINUATION frames, then the DATA
+        (180, 60, (settings_frame((Setting.INITIAL_WINDOW_SIZE, 100)),), 0, False),
+        (180, 60, (settings_frame((Setting.INITIAL_WINDOW_SIZE, 180)),), 0, True),
+        (180, 60, (), DEFAULT_WINDOW - 179, False),  # the connection window is short
+        (180, 60, (), DEFAULT_WINDOW - 180, True),
+        (30_000, 60, (settings_frame((Setting.MAX_FRAME_SIZE, 40_000)),), 0, True),
+    ],
+)
+def test_open_request_is_open_stream_then_send_data(
+    body_size: int, header_size: int, setup: tuple[bytes, ...], spent: int, fused: bool
+) -> None:
+    """open_request queues what open_stream and send_data(end_stream=True) would, when the
+    body fits one DATA frame within both windows; otherwise only the headers."""
+    header_block = block([("x-h", "v" * header_size)])
+    body = bytes(range(256)) * (body_size // 256) + bytes(body_size % 256)
+    fast, reference = _request_twins(setup, spent)
+    stream_id, queued = fast.open_request(header_block, body)
+    assert stream_id == reference.open_stream(header_block) == 3
+    assert queued is fused
+    if fused:
+        assert reference.send_data(stream_id, body, end_stream=True) == body_size
+        assert fast.stream_state(stream_id) is StreamState.HALF_CLOSED_LOCAL
+    else:
+        assert fast.stream_state(stream_id) is StreamState.OPEN
+    assert sent_frames(fast) == sent_frames(reference)
+    assert fast.send_window(stream_id) == reference.send_window(stream_id)
+    assert fast.send_window(1) == reference.send_window(1)  # the connection's is shared
+    assert fast.stream_state(stream_id) is reference.stream_state(stream_id)
+
+
+def test_open_request_refuses_what_open_stream_refuses() -> None:
+    conn = connected()
+    conn.receive(settings_frame((Setting.MAX_CONCURRENT_STREAMS, 0)))
+    conn.data_to_send()
+    with pytest.raises(H2StateError, match="MAX_CONCURRENT_STREAMS"):
+        conn.open_request(REQUEST_BLOCK, b"body")
+    with pytest.raises(H2StateError, match="MAX_CONCURRENT_STREAMS"):
+        conn.open_request(REQUEST_BLOCK, bytes(DEFAULT_WINDOW + 1))  # the unfused path too
+    assert sent(conn) == b""
+
+
 def test_send_data_is_limited_by_the_default_window_and_frame_size() -> None:
     conn = connected(streams=1)
     payload = bytearray(range(256)) * 400  # 102400 bytes

@@ -73,6 +73,7 @@ __all__ = [
     "feed_response",
     "frame_message",
     "native_ssl_context",
+    "open_unary",
     "queue_data",
     "reset_error",
 ]
@@ -187,6 +188,17 @@ def queue_data(h2: H2Connection, stream_id: int, parts: list[BytesLike], end_str
         parts[0] = memoryview(part).cast("B")[sent:]
         return True
     return False
+
+
+def open_unary(h2: H2Connection, block: bytes, parts: list[BytesLike]) -> int:
+    """Open a unary call's stream; a request of one small part (the usual one) is queued
+    with its headers and taken from ``parts``. The rest is for :func:`queue_data`."""
+    if len(parts) == 1 and type(parts[0]) is bytes:
+        stream_id, queued = h2.open_request(block, parts[0])
+        if queued:
+            parts.clear()
+        return stream_id
+    return h2.open_stream(block)
 
 
 def reset_error(code: int, url: str | None) -> tuple[str, TransportError]:
@@ -684,7 +696,7 @@ class SyncConnection:
         is the call's error, never a retry: the server may have run it."""
         h2 = self.h2
         response = CallResponse(limit)
-        stream_id = h2.open_stream(block)
+        stream_id = open_unary(h2, block, parts)
         self.starting_call()
         try:
             if queue_data(h2, stream_id, parts, True):
@@ -1170,9 +1182,13 @@ class AsyncConnection(asyncio.BufferedProtocol):
         future: asyncio.Future[None],
         end_stream: bool = False,
         backlog: Callable[[], int] | None = None,
+        parts: list[BytesLike] | None = None,
     ) -> int:
         """Start a stream; the connection feeds ``response`` and resolves ``future`` when
         the stream ends (or fails it). Returns the stream's id.
+
+        ``parts``: a unary call's request, of which what is queued now is taken (see
+        :func:`open_unary`; not while the transport has asked us to pause writing).
 
         ``backlog`` (stream calls) says how many bytes of messages wait for the call's
         reader: the stream's DATA then goes back to the flow-control windows only while
@@ -1184,9 +1200,12 @@ class AsyncConnection(asyncio.BufferedProtocol):
         if self.lost is not None:
             raise self.lost
         self.pings_without_data = 0
-        stream_id = self.h2.open_stream(
-            block, end_stream=end_stream, acknowledge_on_receipt=backlog is None
-        )
+        if parts is not None and not self.write_paused:
+            stream_id = open_unary(self.h2, block, parts)
+        else:
+            stream_id = self.h2.open_stream(
+                block, end_stream=end_stream, acknowledge_on_receipt=backlog is None
+            )
         self._calls[stream_id] = (response, future)
         if backlog is not None:
             self._backlogs[stream_id] = backlog
@@ -1249,12 +1268,13 @@ class AsyncConnection(asyncio.BufferedProtocol):
             raise self.lost
         response = CallResponse(limit)
         future: asyncio.Future[None] = self._loop.create_future()
-        stream_id = self.open_call(block, response, future)
+        stream_id = self.open_call(block, response, future, parts=parts)
         # The connection's deadline timer, not asyncio.wait_for: no extra task per call.
         if deadline is not None:
             self._deadlines.watch(stream_id, deadline)
         try:
-            if self.write_paused or queue_data(self.h2, stream_id, parts, True):
+            # parts is empty when open_call queued the request with the headers.
+            if parts and (self.write_paused or queue_data(self.h2, stream_id, parts, True)):
                 await self.send_rest(stream_id, parts, True, future.done)
             self.flush_soon()
             await future
