@@ -558,14 +558,8 @@ class H2Connection:
         server down instead of growing a buffer.
 
         Raises :class:`H2StateError` when :meth:`can_open_stream` says no."""
-        if not self.can_open_stream():
-            raise self._cannot_open()
-        stream_id = self._next_stream_id
-        self._next_stream_id += 2
         state = StreamState.HALF_CLOSED_LOCAL if end_stream else StreamState.OPEN
-        self._streams[stream_id] = _Stream(
-            self.peer_initial_window, self._stream_window, state, acknowledge_on_receipt
-        )
+        stream_id, _ = self._new_stream(state, acknowledge_on_receipt)
         self._queue_headers(stream_id, header_block, end_stream)
         return stream_id
 
@@ -582,13 +576,8 @@ class H2Connection:
         window = self.peer_initial_window
         if size > limit or size > window or size > self._send_window:
             return self.open_stream(header_block), False
-        if not self.can_open_stream():
-            raise self._cannot_open()
-        stream_id = self._next_stream_id
-        self._next_stream_id += 2
-        self._streams[stream_id] = _Stream(
-            window - size, self._stream_window, StreamState.HALF_CLOSED_LOCAL, True
-        )
+        stream_id, stream = self._new_stream(StreamState.HALF_CLOSED_LOCAL, True)
+        stream.send_window -= size
         self._send_window -= size
         data = frame_header(size, DATA, FLAG_END_STREAM, stream_id) + body
         if len(header_block) <= limit:
@@ -601,6 +590,17 @@ class H2Connection:
             self._queue_headers(stream_id, header_block, False)
             self._out.append(data)
         return stream_id, True
+
+    def _new_stream(self, state: StreamState, on_receipt: bool) -> tuple[int, _Stream]:
+        """A new stream's id and state (nothing queued yet); H2StateError if none may open."""
+        if not self.can_open_stream():
+            raise self._cannot_open()
+        stream_id = self._next_stream_id
+        self._next_stream_id += 2
+        stream = self._streams[stream_id] = _Stream(
+            self.peer_initial_window, self._stream_window, state, on_receipt
+        )
+        return stream_id, stream
 
     def _cannot_open(self) -> H2StateError:
         if self.closed:
